@@ -1,0 +1,183 @@
+"""Decode raw JSON-like dicts into the wire dataclasses and encode them back, losing nothing.
+
+Decoding never raises on bad input: a wrong type becomes a field error naming the path and what
+was expected, and the field is left unset, so validation can report every problem at once and a
+malformed job can never crash the operator. Keys we do not model go to `extra` and come back out
+on encode.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import types as pytypes
+import typing
+from typing import Any, TypeVar, Union, get_args, get_origin
+
+from kubetrain.api.fielderrors import ErrorList, invalid
+from kubetrain.api.types import Int32, Int64
+
+T = TypeVar("T")
+
+_INT_RANGES = {Int32: (-(2**31), 2**31 - 1, "a 32-bit integer"), Int64: (-(2**63), 2**63 - 1, "a 64-bit integer")}
+
+
+@dataclasses.dataclass(frozen=True)
+class _FieldPlan:
+    attr: str
+    json: str
+    hint: Any
+    omitzero: bool
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[_FieldPlan, ...], str | None]:
+    """Per-dataclass decoding plan (resolved type hints), computed once per class."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    fields: list[_FieldPlan] = []
+    extra_attr = None
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("extra"):
+            extra_attr = f.name
+            continue
+        fields.append(_FieldPlan(f.name, f.metadata["json"], hints[f.name], bool(f.metadata.get("omitzero"))))
+    return tuple(fields), extra_attr
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null" if value is None else type(value).__name__
+
+
+def _strip_optional(hint: Any) -> Any:
+    origin = get_origin(hint)
+    if origin in (Union, pytypes.UnionType):
+        args = [a for a in get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+def _decode_value(hint: Any, value: Any, path: str, errors: ErrorList) -> Any:
+    if value is None:
+        return None
+    hint = _strip_optional(hint)
+    origin = get_origin(hint)
+    if origin is typing.Annotated:
+        base, *markers = get_args(hint)
+        if base is int:
+            return _decode_int(value, path, errors, markers[0] if markers else Int64)
+        return _decode_value(base, value, path, errors)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if not isinstance(value, dict):
+            errors.append(invalid(path, _type_name(value), "must be of type object"))
+            return None
+        return _decode_object(hint, value, path, errors)
+    if origin is dict:
+        _, val_hint = get_args(hint)
+        if not isinstance(value, dict):
+            errors.append(invalid(path, _type_name(value), "must be of type object"))
+            return None
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                errors.append(invalid(path, str(key), "keys must be strings"))
+                continue
+            out[key] = _decode_value(val_hint, item, f"{path}[{key}]", errors)
+        return out
+    if origin is list:
+        (item_hint,) = get_args(hint)
+        if not isinstance(value, list):
+            errors.append(invalid(path, _type_name(value), "must be of type array"))
+            return None
+        return [_decode_value(item_hint, item, f"{path}[{i}]", errors) for i, item in enumerate(value)]
+    if hint is Any:
+        return copy.deepcopy(value)
+    if hint is int:
+        return _decode_int(value, path, errors, Int64)
+    if hint is bool:
+        if not isinstance(value, bool):
+            errors.append(invalid(path, _type_name(value), "must be of type boolean"))
+            return None
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            errors.append(invalid(path, _type_name(value), "must be of type string"))
+            return None
+        return value
+    raise TypeError(f"codec: unsupported type hint {hint!r} at {path}")  # a programming error, not input
+
+
+def _decode_int(value: Any, path: str, errors: ErrorList, marker: Any) -> int | None:
+    low, high, what = _INT_RANGES.get(marker, _INT_RANGES[Int64])
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        errors.append(invalid(path, _type_name(value), "must be of type integer"))
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():
+            errors.append(invalid(path, value, "must be of type integer"))
+            return None
+        value = int(value)
+    if not low <= value <= high:
+        errors.append(invalid(path, value, f"must be {what}"))
+        return None
+    return value
+
+
+def _decode_object(cls: type[T], data: dict[str, Any], path: str, errors: ErrorList) -> T:
+    fields, extra_attr = _plan(cls)
+    kwargs: dict[str, Any] = {}
+    known = set()
+    for fp in fields:
+        known.add(fp.json)
+        if fp.json in data:
+            decoded = _decode_value(fp.hint, data[fp.json], f"{path}.{fp.json}" if path else fp.json, errors)
+            if decoded is not None:
+                kwargs[fp.attr] = decoded
+    if extra_attr is not None:
+        kwargs[extra_attr] = {k: copy.deepcopy(v) for k, v in data.items() if k not in known}
+    return cls(**kwargs)
+
+
+def decode(cls: type[T], data: Any, path: str = "") -> tuple[T | None, ErrorList]:
+    """Decode `data` into `cls`; returns the object (None if not an object at all) and field errors."""
+    errors = ErrorList()
+    if not isinstance(data, dict):
+        errors.append(invalid(path or "<root>", _type_name(data), "must be of type object"))
+        return None, errors
+    return _decode_object(cls, data, path, errors), errors
+
+
+def _encode_value(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return encode(value)
+    if isinstance(value, dict):
+        return {k: _encode_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encode_value(v) for v in value]
+    return copy.deepcopy(value) if isinstance(value, dict | list) else value
+
+
+def encode(obj: Any) -> dict[str, Any]:
+    """Encode a wire dataclass to a JSON-ready dict: None omitted, `omitzero` zeros omitted, extras kept."""
+    fields, extra_attr = _plan(type(obj))
+    out: dict[str, Any] = {}
+    for fp in fields:
+        value = getattr(obj, fp.attr)
+        if value is None or (fp.omitzero and not value):
+            continue
+        out[fp.json] = _encode_value(value)
+    if extra_attr is not None:
+        for key, value in getattr(obj, extra_attr).items():
+            out.setdefault(key, copy.deepcopy(value))
+    return out

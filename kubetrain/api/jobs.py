@@ -1,0 +1,59 @@
+"""Parse any v1 training job from its raw dict (YAML/JSON) and write it back unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from kubetrain.api.codec import decode, encode
+from kubetrain.api.fielderrors import ErrorList, invalid, not_supported, required
+from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.types import JobStatus, TrainingJob
+
+
+def parse_job(raw: Any) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
+    """Decode a raw job of any registered kind; never raises on bad input.
+
+    Returns the job (None when the input is not an object), its kind (None when unknown) and the
+    structural field errors (wrong types, unknown kind, bad apiVersion).
+    """
+    errors = ErrorList()
+    if not isinstance(raw, dict):
+        errors.append(invalid("<root>", type(raw).__name__, "a job must be a YAML/JSON object"))
+        return None, None, errors
+    kind_name = raw.get("kind")
+    info = KINDS.get(kind_name) if isinstance(kind_name, str) else None
+    if info is None:
+        if kind_name is None:
+            errors.append(required("kind", f"must be one of {', '.join(KINDS)}"))
+        else:
+            errors.append(not_supported("kind", kind_name, list(KINDS)))
+        return None, None, errors
+    api_version = raw.get("apiVersion")
+    if api_version != info.api_version:
+        errors.append(not_supported("apiVersion", api_version, [info.api_version]))
+    envelope = {k: v for k, v in raw.items() if k not in ("spec", "status")}
+    job, env_errors = decode(TrainingJob, envelope)
+    errors.extend(env_errors)
+    assert job is not None  # envelope is a dict
+    if not isinstance(raw.get("metadata", {}), dict):
+        job.metadata = {}
+    if "spec" in raw and raw["spec"] is not None:
+        job.spec, spec_errors = decode(info.spec_type, raw["spec"], "spec")
+        errors.extend(spec_errors)
+    if "status" in raw and raw["status"] is not None:
+        job.status, status_errors = decode(JobStatus, raw["status"], "status")
+        errors.extend(status_errors)
+    return job, info, errors
+
+
+def job_to_dict(job: TrainingJob) -> dict[str, Any]:
+    """The wire form of a job; `parse_job(job_to_dict(j))` gives back an equal job."""
+    return encode(job)
+
+
+def load_documents(text: str) -> list[Any]:
+    """All YAML documents of a file (JSON is YAML), skipping empty ones; raises yaml.YAMLError."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]

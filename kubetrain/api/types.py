@@ -1,0 +1,225 @@
+"""Wire types of kubeflow.org/v1 training jobs (spec/upstream-behavior.md §1).
+
+Plain dataclasses decoded and encoded by `kubetrain.api.codec`. Every object keeps the keys we do
+not model in `extra`, and pod templates stay raw dicts, so a job read and written back loses no
+field. Field JSON names live in the field metadata (`json`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+JsonDict = dict[str, Any]
+
+
+class Int32:
+    """Marker for `Annotated[int, Int32]`: a Go int32 field (range-checked on decode)."""
+
+
+class Int64:
+    """Marker for `Annotated[int, Int64]`: a Go int64 field."""
+
+
+I32 = Annotated[int, Int32]
+I64 = Annotated[int, Int64]
+
+
+def wire(name: str, *, default: Any = None, omitzero: bool = False, factory: Any = None) -> Any:
+    """Declare a field's JSON name; `omitzero` drops 0/False/empty on encode like Go's omitempty."""
+    meta = {"json": name, "omitzero": omitzero}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _extra() -> Any:
+    return field(default_factory=dict, metadata={"extra": True}, repr=False, compare=True)
+
+
+# ---- common types -------------------------------------------------------------------------------
+
+
+@dataclass
+class ReplicaSpec:
+    replicas: I32 | None = wire("replicas")
+    template: JsonDict | None = wire("template")
+    restart_policy: str | None = wire("restartPolicy")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class SchedulingPolicy:
+    min_available: I32 | None = wire("minAvailable")
+    queue: str | None = wire("queue")
+    min_resources: dict[str, Any] | None = wire("minResources")
+    priority_class: str | None = wire("priorityClass")
+    schedule_timeout_seconds: I32 | None = wire("scheduleTimeoutSeconds")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class RunPolicy:
+    clean_pod_policy: str | None = wire("cleanPodPolicy")
+    ttl_seconds_after_finished: I32 | None = wire("ttlSecondsAfterFinished")
+    active_deadline_seconds: I64 | None = wire("activeDeadlineSeconds")
+    backoff_limit: I32 | None = wire("backoffLimit")
+    scheduling_policy: SchedulingPolicy | None = wire("schedulingPolicy")
+    suspend: bool | None = wire("suspend")
+    managed_by: str | None = wire("managedBy")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class JobCondition:
+    type: str = wire("type", default="")
+    status: str = wire("status", default="")
+    reason: str | None = wire("reason")
+    message: str | None = wire("message")
+    last_update_time: str | None = wire("lastUpdateTime")
+    last_transition_time: str | None = wire("lastTransitionTime")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class ReplicaStatus:
+    active: I32 = wire("active", default=0, omitzero=True)
+    succeeded: I32 = wire("succeeded", default=0, omitzero=True)
+    failed: I32 = wire("failed", default=0, omitzero=True)
+    label_selector: JsonDict | None = wire("labelSelector")
+    selector: str | None = wire("selector")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class JobStatus:
+    conditions: list[JobCondition] = wire("conditions", factory=list, omitzero=True)
+    replica_statuses: dict[str, ReplicaStatus] = wire("replicaStatuses", factory=dict)
+    start_time: str | None = wire("startTime")
+    completion_time: str | None = wire("completionTime")
+    last_reconcile_time: str | None = wire("lastReconcileTime")
+    extra: JsonDict = _extra()
+
+
+# ---- kind-specific specs ------------------------------------------------------------------------
+
+
+@dataclass
+class RDZVConf:
+    key: str | None = wire("key")
+    value: str | None = wire("value")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class ElasticPolicy:
+    """PyTorchJob `spec.elasticPolicy` (torchrun elastic launch)."""
+
+    min_replicas: I32 | None = wire("minReplicas")
+    max_replicas: I32 | None = wire("maxReplicas")
+    rdzv_backend: str | None = wire("rdzvBackend")
+    rdzv_port: I32 | None = wire("rdzvPort")
+    rdzv_host: str | None = wire("rdzvHost")
+    rdzv_id: str | None = wire("rdzvId")
+    rdzv_conf: list[RDZVConf] | None = wire("rdzvConf")
+    standalone: bool | None = wire("standalone")
+    n_proc_per_node: I32 | None = wire("nProcPerNode")
+    max_restarts: I32 | None = wire("maxRestarts")
+    metrics: list[JsonDict] | None = wire("metrics")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class PaddleElasticPolicy:
+    min_replicas: I32 | None = wire("minReplicas")
+    max_replicas: I32 | None = wire("maxReplicas")
+    max_restarts: I32 | None = wire("maxRestarts")
+    metrics: list[JsonDict] | None = wire("metrics")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class TFJobSpec:
+    run_policy: RunPolicy | None = wire("runPolicy")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("tfReplicaSpecs")
+    success_policy: str | None = wire("successPolicy")
+    enable_dynamic_worker: bool | None = wire("enableDynamicWorker")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class PyTorchJobSpec:
+    run_policy: RunPolicy | None = wire("runPolicy")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("pytorchReplicaSpecs")
+    elastic_policy: ElasticPolicy | None = wire("elasticPolicy")
+    nproc_per_node: str | None = wire("nprocPerNode")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class XGBoostJobSpec:
+    run_policy: RunPolicy | None = wire("runPolicy")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("xgbReplicaSpecs")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class PaddleJobSpec:
+    run_policy: RunPolicy | None = wire("runPolicy")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("paddleReplicaSpecs")
+    elastic_policy: PaddleElasticPolicy | None = wire("elasticPolicy")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class JAXJobSpec:
+    run_policy: RunPolicy | None = wire("runPolicy")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("jaxReplicaSpecs")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class MXJobSpec:
+    run_policy: RunPolicy | None = wire("runPolicy")
+    job_mode: str | None = wire("jobMode")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("mxReplicaSpecs")
+    extra: JsonDict = _extra()
+
+
+JobSpec = TFJobSpec | PyTorchJobSpec | XGBoostJobSpec | PaddleJobSpec | JAXJobSpec | MXJobSpec
+
+
+@dataclass
+class TrainingJob:
+    """A job of any v1 kind. `metadata` is the raw ObjectMeta; `spec` is the kind's spec type."""
+
+    api_version: str = wire("apiVersion", default="")
+    kind: str = wire("kind", default="")
+    metadata: JsonDict = wire("metadata", factory=dict)
+    spec: JobSpec | None = wire("spec")
+    status: JobStatus | None = wire("status")
+    extra: JsonDict = _extra()
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace") or "default")
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    @property
+    def replica_specs(self) -> dict[str, ReplicaSpec | None]:
+        if self.spec is None or self.spec.replica_specs is None:
+            return {}
+        return self.spec.replica_specs
+
+    @property
+    def run_policy(self) -> RunPolicy:
+        if self.spec is None or self.spec.run_policy is None:
+            return RunPolicy()
+        return self.spec.run_policy

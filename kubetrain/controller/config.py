@@ -1,0 +1,46 @@
+"""Settings of the reconciler that mirror upstream operator flags (spec §9) and what it watches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+VOLCANO_PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
+SCHEDULER_PLUGINS_PODGROUP = ("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+HPA = ("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """Knobs of the pure reconciler; the runtime builds it from the operator flags."""
+
+    gang_scheduler_name: str = ""
+    """`--gang-scheduler-name`: "volcano" (any case) or a scheduler-plugins scheduler name; "" = off."""
+    cluster_domain: str = ""
+    """`CUSTOM_CLUSTER_DOMAIN` of the operator process: suffix of TF_CONFIG hosts."""
+    pytorch_init_container_image: str = "alpine:3.10"
+    pytorch_init_container_max_tries: int = 100
+    pytorch_init_container_template: str | None = None
+    """Contents of `--pytorch-init-container-template-file`, if the operator was given one."""
+
+    @property
+    def gang_scheduling(self) -> bool:
+        return bool(self.gang_scheduler_name)
+
+    @property
+    def uses_volcano(self) -> bool:
+        return self.gang_scheduler_name.lower() == "volcano"
+
+
+@dataclass(frozen=True)
+class ChildType:
+    """A child resource kind the runtime must watch and hand to the planner in `Observed`."""
+
+    api_version: str
+    kind: str
+    plural: str
+    label_selector: str | None
+    """Selector restricting the cache to our own objects; None means filter by controller owner only."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.api_version}/{self.kind}"

@@ -1,0 +1,114 @@
+"""The reconcile contract: what the pure reconciler hands to the runtime.
+
+`plan(job, observed, now, config) -> Plan` never does I/O. The runtime applies the actions,
+writes `Plan.status` through the status subresource when it is not None, records the events
+and requeues the job after `requeue_after` seconds when set. Running the planner again on
+the same input yields the same plan; running it after its actions landed yields no actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+JsonDict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Identifies one object by its API coordinates (enough for a URL and an Event's involvedObject)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateObject:
+    """POST `obj` (a complete manifest: apiVersion, kind, metadata.namespace/name, ownerReferences)."""
+
+    obj: JsonDict
+
+    @property
+    def ref(self) -> ObjectRef:
+        meta = self.obj["metadata"]
+        return ObjectRef(self.obj["apiVersion"], self.obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+@dataclass(frozen=True)
+class DeleteObject:
+    """DELETE the object; `ref.uid`, when set, is sent as a precondition so a newer same-named object survives."""
+
+    ref: ObjectRef
+    propagation_policy: Literal["Background", "Foreground", "Orphan"] = "Background"
+
+
+@dataclass(frozen=True)
+class PatchObject:
+    """PATCH the object's main resource with a JSON merge patch (RFC 7386)."""
+
+    ref: ObjectRef
+    patch: JsonDict
+
+
+Action = CreateObject | DeleteObject | PatchObject
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes Event to record; `involved` None means the job itself."""
+
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+    involved: ObjectRef | None = None
+
+
+@dataclass(frozen=True)
+class MetricIncrement:
+    """One increment of an upstream-named counter, e.g. `training_operator_jobs_successful_total`."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Observed:
+    """What exists for one job, as raw dicts from the runtime's cache (never mutated by the planner).
+
+    `pods` and `services` are the objects labelled with the job's operator-name and job-name labels.
+    `others` holds the other child kinds the controller declared it watches, keyed by
+    "<apiVersion>/<Kind>" (e.g. "scheduling.volcano.sh/v1beta1/PodGroup",
+    "autoscaling/v2/HorizontalPodAutoscaler"), restricted to objects whose controller ownerReference
+    is the job.
+    """
+
+    pods: Sequence[JsonDict] = ()
+    services: Sequence[JsonDict] = ()
+    others: Mapping[str, Sequence[JsonDict]] = field(default_factory=dict)
+
+    def of(self, api_version: str, kind: str) -> Sequence[JsonDict]:
+        return self.others.get(f"{api_version}/{kind}", ())
+
+
+@dataclass
+class Plan:
+    """The outcome of one reconcile.
+
+    `status` is the complete new `.status` of the job, or None when it did not change (so the
+    runtime writes nothing). `requeue_after` (seconds) is set whenever a time-based rule
+    (activeDeadlineSeconds, ttlSecondsAfterFinished) will fire later without any other event.
+    """
+
+    actions: list[Action] = field(default_factory=list)
+    status: JsonDict | None = None
+    requeue_after: float | None = None
+    events: list[Event] = field(default_factory=list)
+    metrics: list[MetricIncrement] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.actions and self.status is None
