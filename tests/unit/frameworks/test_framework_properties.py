@@ -1,0 +1,53 @@
+"""Properties every status rule must have, over random replica counts for every kind."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from framework_builders import conds, created, job, replica, run_status, status
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubetrain.api.kinds import KINDS
+from kubetrain.frameworks._env import go_json
+
+RESTARTS = ("Never", "OnFailure", "ExitCode")
+
+
+@st.composite
+def scenario(draw: st.DrawFn) -> tuple:
+    kind = draw(st.sampled_from(sorted(KINDS)))
+    types = draw(st.sets(st.sampled_from(KINDS[kind].replica_types), min_size=1))
+    specs, counts = {}, {}
+    for rtype in types:
+        n = draw(st.integers(1, 4))
+        specs[rtype] = replica(kind, n, restart=draw(st.sampled_from(RESTARTS)))
+        active = draw(st.integers(0, n))
+        succeeded = draw(st.integers(0, n - active))
+        counts[rtype] = (active, succeeded, draw(st.integers(0, n - active - succeeded)))
+    return kind, specs, counts
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenario())
+def test_status_rules_are_idempotent_and_count_once(case: tuple) -> None:
+    kind, specs, counts = case
+    j = job(kind, specs)
+    first = run_status(j, status([created(kind)], **counts))
+    assert len(first.metrics) == len(set(first.metrics))
+    second = run_status(j, copy.deepcopy(first.status))
+    assert conds(second.status) == conds(first.status)
+    assert second.metrics == [] and second.events == []
+    types = [c[0] for c in conds(first.status)]
+    assert len(types) == len(set(types))  # one condition per type
+    assert not ({"Running", "Restarting"} <= {c[0] for c in conds(first.status) if c[1] == "True"})
+    if "Succeeded" in types or "Failed" in types:
+        assert first.status.completion_time is not None
+
+
+@given(st.text())
+def test_go_json_round_trips_and_escapes_html(text: str) -> None:
+    encoded = go_json({"k": text})
+    assert json.loads(encoded) == {"k": text}
+    assert not {"<", ">", "&"} & set(encoded)
