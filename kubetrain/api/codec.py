@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import types as pytypes
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar, Union, get_args, get_origin
 
 from kubetrain.api.fielderrors import ErrorList, invalid
@@ -20,7 +21,10 @@ from kubetrain.api.types import Int32, Int64
 
 T = TypeVar("T")
 
-_INT_RANGES = {Int32: (-(2**31), 2**31 - 1, "a 32-bit integer"), Int64: (-(2**63), 2**63 - 1, "a 64-bit integer")}
+_INT_RANGES = {
+    Int32: (-(2**31), 2**31 - 1, "a 32-bit integer"),
+    Int64: (-(2**63), 2**63 - 1, "a 64-bit integer"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,8 +35,7 @@ class _FieldPlan:
     omitzero: bool
 
 
-@functools.cache
-def _plan(cls: type) -> tuple[tuple[_FieldPlan, ...], str | None]:
+def _compute_plan(cls: type) -> tuple[tuple[_FieldPlan, ...], str | None]:
     """Per-dataclass decoding plan (resolved type hints), computed once per class."""
     hints = typing.get_type_hints(cls, include_extras=True)
     fields: list[_FieldPlan] = []
@@ -43,6 +46,9 @@ def _plan(cls: type) -> tuple[tuple[_FieldPlan, ...], str | None]:
             continue
         fields.append(_FieldPlan(f.name, f.metadata["json"], hints[f.name], bool(f.metadata.get("omitzero"))))
     return tuple(fields), extra_attr
+
+
+_plan: Callable[[type], tuple[tuple[_FieldPlan, ...], str | None]] = functools.cache(_compute_plan)
 
 
 def _type_name(value: Any) -> str:

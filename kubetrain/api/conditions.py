@@ -32,7 +32,9 @@ def is_finished(status: JobStatus) -> bool:
     return has_condition(status, COND_SUCCEEDED) or has_condition(status, COND_FAILED)
 
 
-def set_condition(status: JobStatus, cond_type: str, cond_status: str, reason: str, message: str, now: str) -> bool:
+def set_condition(
+    status: JobStatus, cond_type: str, cond_status: str, reason: str, message: str, now: str
+) -> bool:
     """Apply one condition change; returns whether the list changed.
 
     1. Failed=True is terminal: nothing is added afterwards.
@@ -62,7 +64,15 @@ def set_condition(status: JobStatus, cond_type: str, cond_status: str, reason: s
             # Upstream flips only the status: reason, message and timestamps stay as they were.
             cond = dataclasses.replace(cond, status=FALSE, extra=dict(cond.extra))
         kept.append(cond)
-    kept.append(JobCondition(type=cond_type, status=cond_status, reason=reason, message=message,
-                             last_update_time=now, last_transition_time=transition))
+    kept.append(
+        JobCondition(
+            type=cond_type,
+            status=cond_status,
+            reason=reason,
+            message=message,
+            last_update_time=now,
+            last_transition_time=transition,
+        )
+    )
     status.conditions = kept
     return True

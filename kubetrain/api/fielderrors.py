@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class ErrorType(str, Enum):
+class ErrorType(StrEnum):
     REQUIRED = "Required value"
     INVALID = "Invalid value"
     FORBIDDEN = "Forbidden"

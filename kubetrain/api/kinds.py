@@ -65,6 +65,12 @@ class KindInfo:
     scale_subresource: bool = False
     group: str = GROUP
     version: str = V1
+    status_type: type = types.JobStatus
+    """The status dataclass (historical kinds have their own)."""
+    scale_replica_type: str = "Worker"
+    """The replica type whose `replicas` the scale subresource (HPA) drives (spec §1.2)."""
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF009  (`wire()` returns a dataclasses.field; the call is the declaration, not a shared default)
 """Wire types of kubeflow.org/v1 training jobs (spec/upstream-behavior.md §1).
 
 Plain dataclasses decoded and encoded by `kubetrain.api.codec`. Every object keeps the keys we do
@@ -24,10 +25,25 @@ class Int64:
 I32 = Annotated[int, Int32]
 I64 = Annotated[int, Int64]
 
+QUEUE_IMMUTABLE = "spec.runPolicy.schedulingPolicy.queue is immutable"
+"""Message of the CRD's CEL transition rule on `schedulingPolicy.queue` (spec §1.3)."""
+_DATE_TIME = {"format": "date-time"}
+_QUEUE_RULE = {"message": QUEUE_IMMUTABLE, "rule": "self == oldSelf"}
+_REQUIRED = {"required": True}
 
-def wire(name: str, *, default: Any = None, omitzero: bool = False, factory: Any = None) -> Any:
-    """Declare a field's JSON name; `omitzero` drops 0/False/empty on encode like Go's omitempty."""
-    meta = {"json": name, "omitzero": omitzero}
+
+def wire(
+    name: str, *, default: Any = None, omitzero: bool = False, factory: Any = None, schema: Any = None
+) -> Any:
+    """Declare a field's JSON name; `omitzero` drops 0/False/empty on encode like Go's omitempty.
+
+    `schema` is a hint for the CRD generator (`kubetrain.api.schema`): either the name of a shared
+    schema (`"pod-template"`, `"quantity-map"`, ...) or a dict merged over the node derived from the
+    type hint (a format, a CRD default, a CEL rule). The codec ignores it.
+    """
+    meta: dict[str, Any] = {"json": name, "omitzero": omitzero}
+    if schema is not None:
+        meta["schema"] = schema
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -43,7 +59,7 @@ def _extra() -> Any:
 @dataclass
 class ReplicaSpec:
     replicas: I32 | None = wire("replicas")
-    template: JsonDict | None = wire("template")
+    template: JsonDict | None = wire("template", schema="pod-template")
     restart_policy: str | None = wire("restartPolicy")
     extra: JsonDict = _extra()
 
@@ -51,8 +67,8 @@ class ReplicaSpec:
 @dataclass
 class SchedulingPolicy:
     min_available: I32 | None = wire("minAvailable")
-    queue: str | None = wire("queue")
-    min_resources: dict[str, Any] | None = wire("minResources")
+    queue: str | None = wire("queue", schema={"x-kubernetes-validations": [_QUEUE_RULE]})
+    min_resources: dict[str, Any] | None = wire("minResources", schema="quantity-map")
     priority_class: str | None = wire("priorityClass")
     schedule_timeout_seconds: I32 | None = wire("scheduleTimeoutSeconds")
     extra: JsonDict = _extra()
@@ -65,19 +81,19 @@ class RunPolicy:
     active_deadline_seconds: I64 | None = wire("activeDeadlineSeconds")
     backoff_limit: I32 | None = wire("backoffLimit")
     scheduling_policy: SchedulingPolicy | None = wire("schedulingPolicy")
-    suspend: bool | None = wire("suspend")
+    suspend: bool | None = wire("suspend", schema={"default": False})
     managed_by: str | None = wire("managedBy")
     extra: JsonDict = _extra()
 
 
 @dataclass
 class JobCondition:
-    type: str = wire("type", default="")
-    status: str = wire("status", default="")
+    type: str = wire("type", default="", schema=_REQUIRED)
+    status: str = wire("status", default="", schema=_REQUIRED)
     reason: str | None = wire("reason")
     message: str | None = wire("message")
-    last_update_time: str | None = wire("lastUpdateTime")
-    last_transition_time: str | None = wire("lastTransitionTime")
+    last_update_time: str | None = wire("lastUpdateTime", schema=_DATE_TIME)
+    last_transition_time: str | None = wire("lastTransitionTime", schema=_DATE_TIME)
     extra: JsonDict = _extra()
 
 
@@ -86,7 +102,7 @@ class ReplicaStatus:
     active: I32 = wire("active", default=0, omitzero=True)
     succeeded: I32 = wire("succeeded", default=0, omitzero=True)
     failed: I32 = wire("failed", default=0, omitzero=True)
-    label_selector: JsonDict | None = wire("labelSelector")
+    label_selector: JsonDict | None = wire("labelSelector", schema="label-selector")
     selector: str | None = wire("selector")
     extra: JsonDict = _extra()
 
@@ -95,9 +111,9 @@ class ReplicaStatus:
 class JobStatus:
     conditions: list[JobCondition] = wire("conditions", factory=list, omitzero=True)
     replica_statuses: dict[str, ReplicaStatus] = wire("replicaStatuses", factory=dict)
-    start_time: str | None = wire("startTime")
-    completion_time: str | None = wire("completionTime")
-    last_reconcile_time: str | None = wire("lastReconcileTime")
+    start_time: str | None = wire("startTime", schema=_DATE_TIME)
+    completion_time: str | None = wire("completionTime", schema=_DATE_TIME)
+    last_reconcile_time: str | None = wire("lastReconcileTime", schema=_DATE_TIME)
     extra: JsonDict = _extra()
 
 
@@ -125,7 +141,7 @@ class ElasticPolicy:
     standalone: bool | None = wire("standalone")
     n_proc_per_node: I32 | None = wire("nProcPerNode")
     max_restarts: I32 | None = wire("maxRestarts")
-    metrics: list[JsonDict] | None = wire("metrics")
+    metrics: list[JsonDict] | None = wire("metrics", schema="metric-list")
     extra: JsonDict = _extra()
 
 
@@ -134,14 +150,14 @@ class PaddleElasticPolicy:
     min_replicas: I32 | None = wire("minReplicas")
     max_replicas: I32 | None = wire("maxReplicas")
     max_restarts: I32 | None = wire("maxRestarts")
-    metrics: list[JsonDict] | None = wire("metrics")
+    metrics: list[JsonDict] | None = wire("metrics", schema="metric-list")
     extra: JsonDict = _extra()
 
 
 @dataclass
 class TFJobSpec:
     run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("tfReplicaSpecs")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("tfReplicaSpecs", schema=_REQUIRED)
     success_policy: str | None = wire("successPolicy")
     enable_dynamic_worker: bool | None = wire("enableDynamicWorker")
     extra: JsonDict = _extra()
@@ -150,7 +166,7 @@ class TFJobSpec:
 @dataclass
 class PyTorchJobSpec:
     run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("pytorchReplicaSpecs")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("pytorchReplicaSpecs", schema=_REQUIRED)
     elastic_policy: ElasticPolicy | None = wire("elasticPolicy")
     nproc_per_node: str | None = wire("nprocPerNode")
     extra: JsonDict = _extra()
@@ -159,14 +175,14 @@ class PyTorchJobSpec:
 @dataclass
 class XGBoostJobSpec:
     run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("xgbReplicaSpecs")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("xgbReplicaSpecs", schema=_REQUIRED)
     extra: JsonDict = _extra()
 
 
 @dataclass
 class PaddleJobSpec:
     run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("paddleReplicaSpecs")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("paddleReplicaSpecs", schema=_REQUIRED)
     elastic_policy: PaddleElasticPolicy | None = wire("elasticPolicy")
     extra: JsonDict = _extra()
 
@@ -174,7 +190,7 @@ class PaddleJobSpec:
 @dataclass
 class JAXJobSpec:
     run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("jaxReplicaSpecs")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("jaxReplicaSpecs", schema=_REQUIRED)
     extra: JsonDict = _extra()
 
 
@@ -182,7 +198,7 @@ class JAXJobSpec:
 class MXJobSpec:
     run_policy: RunPolicy | None = wire("runPolicy")
     job_mode: str | None = wire("jobMode")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("mxReplicaSpecs")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("mxReplicaSpecs", schema=_REQUIRED)
     extra: JsonDict = _extra()
 
 

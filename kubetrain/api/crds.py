@@ -1,0 +1,150 @@
+"""CustomResourceDefinitions of the job kinds, generated from the wire types and the kind registry.
+
+Nothing here is written per kind: names, subresources and the spec schema come from a `KindInfo`,
+so a kind registered later (MPIJob, ChainerJob, Caffe2Job) gets its CRD by being registered. The
+output is deterministic (keys sorted at every level, like controller-gen) so the committed files in
+`manifests/crds/` can be checked for drift:
+
+    python -m kubetrain.api.crds --write manifests/crds   # regenerate
+    python -m kubetrain.api.crds --check manifests/crds   # exit 1 if the files differ
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.schema import Schema, schema_for_dataclass
+
+PRINTER_COLUMNS: list[dict[str, str]] = [
+    {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"},
+    {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
+]
+"""Upstream's two columns (spec §1.1): State is the type of the LAST condition."""
+
+
+def object_schema(info: KindInfo) -> Schema:
+    """The openAPIV3Schema of one kind/version."""
+    return {
+        "description": f"{info.kind} is the Schema for the {info.plural} API.",
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": schema_for_dataclass(info.spec_type),
+            "status": schema_for_dataclass(info.status_type),
+        },
+    }
+
+
+def subresources(info: KindInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {"status": {}}
+    if info.scale_subresource:
+        rtype = info.scale_replica_type
+        out["scale"] = {
+            "specReplicasPath": f".spec.{info.replica_specs_field}.{rtype}.replicas",
+            "statusReplicasPath": f".status.replicaStatuses.{rtype}.active",
+            "labelSelectorPath": f".status.replicaStatuses.{rtype}.selector",
+        }
+    return out
+
+
+def version_entry(info: KindInfo, *, storage: bool = True) -> dict[str, Any]:
+    return {
+        "name": info.version,
+        "served": True,
+        "storage": storage,
+        "additionalPrinterColumns": [dict(c) for c in PRINTER_COLUMNS],
+        "schema": {"openAPIV3Schema": object_schema(info)},
+        "subresources": subresources(info),
+    }
+
+
+def crd_for(infos: Iterable[KindInfo]) -> dict[str, Any]:
+    """One CRD serving every given version of a single kind; the first version is the storage one."""
+    versions = list(infos)
+    if not versions:
+        raise ValueError("crd_for needs at least one KindInfo")
+    head = versions[0]
+    if any(v.crd_name != head.crd_name or v.kind != head.kind for v in versions):
+        raise ValueError("all versions of a CRD must share kind, plural and group")
+    names: dict[str, Any] = {
+        "kind": head.kind,
+        "listKind": head.list_kind,
+        "plural": head.plural,
+        "singular": head.singular,
+    }
+    if head.short_names:
+        names["shortNames"] = list(head.short_names)
+    if head.categories:
+        names["categories"] = list(head.categories)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": head.crd_name},
+        "spec": {
+            "group": head.group,
+            "names": names,
+            "scope": "Namespaced",
+            "versions": [version_entry(v, storage=i == 0) for i, v in enumerate(versions)],
+        },
+    }
+
+
+def file_name(info: KindInfo) -> str:
+    """Upstream's file name, e.g. `kubeflow.org_pytorchjobs.yaml`."""
+    return f"{info.group}_{info.plural}.yaml"
+
+
+def render(crd: dict[str, Any]) -> str:
+    body = yaml.safe_dump(crd, sort_keys=True, default_flow_style=False, width=100, allow_unicode=True)
+    return "---\n" + body
+
+
+def generate(kinds: Iterable[KindInfo] | None = None) -> dict[str, str]:
+    """File name -> YAML text for every registered kind (versions of one CRD grouped together)."""
+    grouped: dict[str, list[KindInfo]] = {}
+    for info in KINDS.values() if kinds is None else kinds:
+        grouped.setdefault(info.crd_name, []).append(info)
+    return {file_name(infos[0]): render(crd_for(infos)) for infos in grouped.values()}
+
+
+def drift(directory: Path, files: dict[str, str] | None = None) -> list[str]:
+    """File names whose committed content differs from the generated one (or that are missing)."""
+    files = generate() if files is None else files
+    out = []
+    for name, text in sorted(files.items()):
+        path = directory / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            out.append(name)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kubetrain.api.crds", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", metavar="DIR", type=Path, help="write the CRD files into DIR")
+    mode.add_argument("--check", metavar="DIR", type=Path, help="exit 1 if the files in DIR are stale")
+    args = parser.parse_args(argv)
+    files = generate()
+    if args.write is not None:
+        args.write.mkdir(parents=True, exist_ok=True)
+        for name, text in sorted(files.items()):
+            (args.write / name).write_text(text, encoding="utf-8")
+            print(f"wrote {args.write / name}")
+        return 0
+    stale = drift(args.check, files)
+    for name in stale:
+        print(f"stale: {args.check / name} (run: python -m kubetrain.api.crds --write {args.check})")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

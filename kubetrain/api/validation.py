@@ -1,0 +1,301 @@
+"""Admission validation of training jobs with upstream's exact field errors (spec §8).
+
+What the upstream webhooks (training-operator v1.9; MXJob: the ≤1.7 controller rules) check, with
+their paths, messages and order, on the UN-defaulted object as a webhook sees it. Per-kind quirks
+are data in `RULES`, reproduced on purpose because clients match on them:
+
+* TF does not validate replica-type keys; JAX validates no `managedBy` at all;
+* PyTorch's update check compares the new object with itself, so `managedBy` can change
+  (spec §13.10); TF, XGBoost and Paddle reject the change;
+* Paddle quotes the container name in its message (`with name "paddle"`).
+
+Upstream iterates a Go map, so its error order between replica types is random; ours follows the
+document order. Rules upstream lacks are in `kubetrain.api.guards` and come after upstream's.
+The CRD's CEL rule on `schedulingPolicy.queue` is reproduced here too (the API server checks it
+before any webhook), so the embedded API server and `kubetrain validate` reject the same updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api import guards
+from kubetrain.api.dns import is_dns1035_label
+from kubetrain.api.fielderrors import ErrorList, forbidden, invalid, not_supported, required
+from kubetrain.api.jobs import parse_job
+from kubetrain.api.kinds import KUBEFLOW_JOBS_CONTROLLER, MULTIKUEUE_CONTROLLER, KindInfo
+from kubetrain.api.types import QUEUE_IMMUTABLE, PyTorchJobSpec, ReplicaSpec, RunPolicy, TrainingJob
+
+SUPPORTED_MANAGERS = (KUBEFLOW_JOBS_CONTROLLER, MULTIKUEUE_CONTROLLER)
+MANAGED_BY_PATH = "spec.runPolicy.managedBy"
+QUEUE_PATH = "spec.runPolicy.schedulingPolicy.queue"
+FIELD_IMMUTABLE = "field is immutable"
+
+
+@dataclass
+class ValidationResult:
+    """Field errors (the request is denied if any) and admission warnings (shown, not fatal)."""
+
+    errors: ErrorList = field(default_factory=ErrorList)
+    warnings: list[str] = field(default_factory=list)
+
+
+KindCheck = Callable[[TrainingJob, KindInfo, ValidationResult], None]
+
+
+@dataclass(frozen=True)
+class KindRules:
+    """What one kind's upstream webhook checks."""
+
+    valid_replica_types: tuple[str, ...] | None
+    """Exact-casing allow-list of replica-type keys; None = keys not validated upstream."""
+    checks_managed_by: bool = True
+    managed_by_immutable: bool = True
+    quote_container_name: bool = False
+    before_replicas: KindCheck | None = None
+    after_replica: Callable[[str, ReplicaSpec | None, str, ErrorList], None] | None = None
+    after_replicas: KindCheck | None = None
+
+
+# ---- entry points -------------------------------------------------------------------------------
+
+
+def validate_with_warnings(
+    job: TrainingJob, info: KindInfo, old: TrainingJob | None = None
+) -> ValidationResult:
+    """All field errors and warnings of a create (`old` None) or an update of `job`."""
+    result = ValidationResult()
+    rules = RULES.get(info.kind) or KindRules(valid_replica_types=info.replica_types)
+    errs = result.errors
+    if old is not None:
+        errs.extend(_queue_transition(job, old))
+    errs.extend(_name_errors(job.metadata))
+    run_policy = job.run_policy
+    if old is not None and rules.managed_by_immutable:
+        errs.extend(_managed_by_update(old.run_policy, run_policy))
+    manager = run_policy.managed_by
+    if rules.checks_managed_by and manager is not None and manager not in SUPPORTED_MANAGERS:
+        errs.append(not_supported(MANAGED_BY_PATH, run_policy.managed_by, SUPPORTED_MANAGERS))
+    if rules.before_replicas is not None:
+        rules.before_replicas(job, info, result)
+    _replica_specs(job, info, rules, errs)
+    if rules.after_replicas is not None:
+        rules.after_replicas(job, info, result)
+    additions = guards.check(job, info)
+    flagged = {e.field for e in errs}
+    errs.extend(e for e in additions if e.field not in flagged)
+    return result
+
+
+def validate(job: TrainingJob, info: KindInfo, old: TrainingJob | None = None) -> ErrorList:
+    """The field errors of `job` (warnings dropped; see `validate_with_warnings`)."""
+    return validate_with_warnings(job, info, old).errors
+
+
+def validate_raw_with_warnings(
+    raw: Any, old_raw: Any = None
+) -> tuple[TrainingJob | None, KindInfo | None, ValidationResult]:
+    """Parse and validate a raw object (and the stored one on update); never raises."""
+    job, info, parse_errors = parse_job(raw)
+    result = ValidationResult(errors=parse_errors)
+    if job is None or info is None:
+        return job, info, result
+    old = None
+    if old_raw is not None:
+        old, old_info, _ = parse_job(old_raw)
+        if old_info is not info:
+            old = None
+    checked = validate_with_warnings(job, info, old)
+    result.errors.extend(checked.errors)
+    result.warnings.extend(checked.warnings)
+    return job, info, result
+
+
+def validate_raw(raw: Any, old_raw: Any = None) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
+    """`parse_job` + `validate` in one call: structural and semantic errors together."""
+    job, info, result = validate_raw_with_warnings(raw, old_raw)
+    return job, info, result.errors
+
+
+def aggregate(errors: ErrorList) -> str:
+    """apimachinery's `ErrorList.ToAggregate().Error()`: duplicates dropped, `[a, b]` when several."""
+    seen: set[str] = set()
+    unique = ErrorList()
+    for err in errors:
+        text = str(err)
+        if text not in seen:
+            seen.add(text)
+            unique.append(err)
+    return str(unique)
+
+
+def invalid_message(info: KindInfo, name: str, errors: ErrorList) -> str:
+    """The API server's 422 message: `PyTorchJob.kubeflow.org "x" is invalid: <errors>`."""
+    return f'{info.kind}.{info.group} "{name}" is invalid: {aggregate(errors)}'
+
+
+def webhook_name(info: KindInfo) -> str:
+    return f"validator.{info.singular}.training-operator.kubeflow.org"
+
+
+def denied_message(info: KindInfo, errors: ErrorList) -> str:
+    """What kubectl prints when the validating webhook denies a request (spec §8)."""
+    return f'admission webhook "{webhook_name(info)}" denied the request: {aggregate(errors)}'
+
+
+# ---- shared rules -------------------------------------------------------------------------------
+
+
+def _name_errors(metadata: Any) -> ErrorList:
+    errs = ErrorList()
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if name is None or name == "":
+        generate = metadata.get("generateName") if isinstance(metadata, dict) else None
+        if isinstance(generate, str) and generate:
+            # The API server appends 5 characters before admission; check the prefix the same way.
+            reasons = is_dns1035_label(generate + "x" * 5)
+            if reasons:
+                errs.append(invalid("metadata.generateName", generate, "should match: " + ",".join(reasons)))
+            return errs
+        name = ""
+    if not isinstance(name, str):
+        errs.append(invalid("metadata.name", guards.type_name(name), "must be of type string"))
+        return errs
+    reasons = is_dns1035_label(name)
+    if reasons:
+        errs.append(invalid("metadata.name", name, "should match: " + ",".join(reasons)))
+    return errs
+
+
+def _queue_transition(job: TrainingJob, old: TrainingJob) -> ErrorList:
+    """The CRD's CEL rule `self == oldSelf`: fires only when both objects have a queue."""
+    new_queue = _queue(job.run_policy)
+    old_queue = _queue(old.run_policy)
+    if new_queue is not None and old_queue is not None and new_queue != old_queue:
+        # CEL errors report the schema type of the field as the "value".
+        return ErrorList([invalid(QUEUE_PATH, "string", QUEUE_IMMUTABLE)])
+    return ErrorList()
+
+
+def _queue(policy: RunPolicy) -> str | None:
+    return policy.scheduling_policy.queue if policy.scheduling_policy is not None else None
+
+
+def _managed_by_update(old: RunPolicy, new: RunPolicy) -> ErrorList:
+    """apimachinery `ValidateImmutableField`; a nil pointer prints as "null"."""
+    if old.managed_by == new.managed_by:
+        return ErrorList()
+    shown = new.managed_by if new.managed_by is not None else "null"
+    return ErrorList([invalid(MANAGED_BY_PATH, shown, FIELD_IMMUTABLE)])
+
+
+def _replica_specs(job: TrainingJob, info: KindInfo, rules: KindRules, errs: ErrorList) -> None:
+    """`utils.ValidateReplicaSpecs` plus the per-type hook, one replica type at a time."""
+    map_path = f"spec.{info.replica_specs_field}"
+    specs = job.spec.replica_specs if job.spec is not None else None
+    if specs is None:
+        errs.append(required(map_path, "must be required"))
+        return
+    name = f'"{info.default_container}"' if rules.quote_container_name else info.default_container
+    for rtype, rspec in specs.items():
+        role_path = f"{map_path}[{rtype}]"
+        containers_path = f"{role_path}.template.spec.containers"
+        valid = rules.valid_replica_types
+        if valid is not None and rtype not in valid:
+            errs.append(not_supported(role_path, rtype, valid))
+        containers = guards.containers_of(rspec)
+        if not containers:
+            errs.append(required(containers_path, "must be specified"))
+        present = False
+        for idx, container in enumerate(containers):
+            if not isinstance(container, dict):
+                continue
+            if container.get("image") in (None, ""):
+                errs.append(required(f"{containers_path}[{idx}].image", "must be required"))
+            if container.get("name") == info.default_container:
+                present = True
+        if not present:
+            errs.append(required(containers_path, f"must have at least one container with name {name}"))
+        if rules.after_replica is not None:
+            rules.after_replica(rtype, rspec, role_path, errs)
+
+
+# ---- per-kind rules -----------------------------------------------------------------------------
+
+
+def _tf_after(job: TrainingJob, info: KindInfo, result: ValidationResult) -> None:
+    chief_or_master = sum(1 for rtype in job.replica_specs if rtype in ("Chief", "Master"))
+    if chief_or_master > 1:
+        result.errors.append(
+            forbidden(f"spec.{info.replica_specs_field}", "must not have more than 1 Chief or Master role")
+        )
+
+
+def _pytorch_before(job: TrainingJob, info: KindInfo, result: ValidationResult) -> None:
+    spec = job.spec
+    if not isinstance(spec, PyTorchJobSpec) or spec.elastic_policy is None:
+        return
+    if "Worker" not in job.replica_specs:
+        result.errors.append(
+            required(
+                f"spec.{info.replica_specs_field}[Worker]", "must be configured if elastic policy is used"
+            )
+        )
+    if spec.elastic_policy.n_proc_per_node is not None:
+        result.warnings.append("spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead")
+        if spec.nproc_per_node is not None:
+            result.errors.append(
+                forbidden("spec.elasticPolicy.nProcPerNode", "must not be used with spec.nprocPerNode")
+            )
+
+
+def _pytorch_replica(rtype: str, rspec: ReplicaSpec | None, role_path: str, errs: ErrorList) -> None:
+    replicas = rspec.replicas if rspec is not None else None
+    if rtype == "Master":
+        if replicas != 1:
+            errs.append(forbidden(f"{role_path}.replicas", "must be 1"))
+    elif replicas is not None and replicas < 1:
+        errs.append(forbidden(f"{role_path}.replicas", "must be at least 1"))
+
+
+def _xgboost_replica(rtype: str, rspec: ReplicaSpec | None, role_path: str, errs: ErrorList) -> None:
+    if rtype == "Master" and (rspec is None or rspec.replicas != 1):
+        errs.append(forbidden(f"{role_path}.replicas", "must be 1"))
+
+
+def _xgboost_after(job: TrainingJob, info: KindInfo, result: ValidationResult) -> None:
+    if "Master" not in job.replica_specs:
+        result.errors.append(required(f"spec.{info.replica_specs_field}[Master]", "must be present"))
+
+
+def _mx_replica(rtype: str, rspec: ReplicaSpec | None, role_path: str, errs: ErrorList) -> None:
+    """≤1.7 allowed at most one Scheduler; with one map key per type that means one replica."""
+    if rtype == "Scheduler" and rspec is not None and rspec.replicas is not None and rspec.replicas > 1:
+        errs.append(forbidden(f"{role_path}.replicas", "must not have more than 1 Scheduler"))
+
+
+RULES: dict[str, KindRules] = {
+    "TFJob": KindRules(valid_replica_types=None, after_replicas=_tf_after),
+    "PyTorchJob": KindRules(
+        valid_replica_types=("Master", "Worker"),
+        managed_by_immutable=False,
+        before_replicas=_pytorch_before,
+        after_replica=_pytorch_replica,
+    ),
+    "XGBoostJob": KindRules(
+        valid_replica_types=("Master", "Worker"),
+        after_replica=_xgboost_replica,
+        after_replicas=_xgboost_after,
+    ),
+    "PaddleJob": KindRules(valid_replica_types=("Master", "Worker"), quote_container_name=True),
+    "JAXJob": KindRules(valid_replica_types=("Worker",), checks_managed_by=False, managed_by_immutable=False),
+    "MXJob": KindRules(
+        valid_replica_types=None,
+        checks_managed_by=False,
+        managed_by_immutable=False,
+        after_replica=_mx_replica,
+    ),
+}
+"""Upstream's per-kind webhook behaviour; a kind not listed gets every check with its own types."""
