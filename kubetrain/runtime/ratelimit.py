@@ -40,6 +40,18 @@ class TokenBucket:
             return 0.0
         return -self._tokens / self.qps
 
+    def allow(self) -> bool:
+        """Take a token only if one is available now (golang's `Allow`), never borrowing ahead."""
+        if self.unlimited:
+            return True
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
     async def acquire(self) -> None:
         """Wait for a token; waiters are served in reservation order."""
         delay = self.reserve()

@@ -1,0 +1,181 @@
+"""The informer's indexed in-memory store of (trimmed) raw dicts.
+
+Objects are stored as given by the trim function and never mutated afterwards: readers get the
+stored dicts themselves (no copies, for speed) and must treat them as read-only, exactly like
+client-go listers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kubetrain.runtime.trim import Trim
+
+JsonDict = dict[str, Any]
+JsonList = list[JsonDict]
+IndexFunc = Callable[[JsonDict], list[str]]
+
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+
+INDEX_NAMESPACE = "namespace"
+INDEX_OWNER_UID = "owner-uid"
+INDEX_JOB_NAME = "job-name"
+
+
+def object_key(obj: JsonDict) -> str:
+    """ "<namespace>/<name>", or "<name>" for cluster-scoped objects."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta['name']}" if ns else str(meta["name"])
+
+
+def controller_owner(obj: JsonDict) -> JsonDict | None:
+    """The ownerReference with `controller: true`, if any."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def index_by_namespace(obj: JsonDict) -> list[str]:
+    ns = (obj.get("metadata") or {}).get("namespace")
+    return [ns] if ns else []
+
+
+def index_by_controller_uid(obj: JsonDict) -> list[str]:
+    owner = controller_owner(obj)
+    return [owner["uid"]] if owner and owner.get("uid") else []
+
+
+def index_by_job_name(obj: JsonDict) -> list[str]:
+    """ "<namespace>/<job-name label>", so equally named jobs in two namespaces never mix."""
+    meta = obj.get("metadata") or {}
+    job = (meta.get("labels") or {}).get(JOB_NAME_LABEL)
+    return [f"{meta.get('namespace', '')}/{job}"] if job else []
+
+
+DEFAULT_INDEXERS: dict[str, IndexFunc] = {
+    INDEX_NAMESPACE: index_by_namespace,
+    INDEX_OWNER_UID: index_by_controller_uid,
+    INDEX_JOB_NAME: index_by_job_name,
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a store mutation did, for event handlers: old is None on add, new is None on delete."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED"]
+    old: JsonDict | None
+    new: JsonDict | None
+
+
+ChangeList = list[Change]
+
+
+def _rv(obj: JsonDict | None) -> str | None:
+    return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
+
+
+class Store:
+    """Objects by key plus secondary indexes (index name -> value -> keys)."""
+
+    def __init__(self, trim: Trim | None = None, indexers: dict[str, IndexFunc] | None = None) -> None:
+        self._trim = trim
+        self._items: dict[str, JsonDict] = {}
+        self._indexers = dict(DEFAULT_INDEXERS if indexers is None else indexers)
+        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        self._values: dict[str, dict[str, list[str]]] = {}  # key -> index name -> values
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, namespace: str | None, name: str) -> JsonDict | None:
+        return self._items.get(f"{namespace}/{name}" if namespace else name)
+
+    def get_by_key(self, key: str) -> JsonDict | None:
+        return self._items.get(key)
+
+    def list(self, namespace: str | None = None) -> JsonList:
+        if namespace is None:
+            return list(self._items.values())
+        return self.by_index(INDEX_NAMESPACE, namespace)
+
+    def by_index(self, index: str, value: str) -> JsonList:
+        keys = self._indices[index].get(value)
+        if not keys:
+            return []
+        return [self._items[k] for k in sorted(keys)]
+
+    def keys(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+    # -- writes (from the reflector) ---------------------------------------------------------
+
+    def upsert(self, obj: JsonDict) -> Change | None:
+        """Add or replace; None when the stored object has the same resourceVersion (no change)."""
+        key = object_key(obj)
+        old = self._items.get(key)
+        if old is not None and _rv(old) == _rv(obj) and _rv(obj) is not None:
+            return None
+        new = self._trim(obj) if self._trim else obj
+        self._put(key, new)
+        return Change("ADDED" if old is None else "MODIFIED", old, new)
+
+    def remove(self, obj: JsonDict) -> Change | None:
+        key = object_key(obj)
+        old = self._items.pop(key, None)
+        if old is None:
+            return None
+        self._unindex(key)
+        return Change("DELETED", old, None)
+
+    def replace(self, objs: JsonList) -> ChangeList:
+        """Swap in a fresh list (after a relist) and report the difference as changes."""
+        changes: ChangeList = []
+        seen: set[str] = set()
+        for obj in objs:
+            seen.add(object_key(obj))
+            change = self.upsert(obj)
+            if change is not None:
+                changes.append(change)
+        for key in [k for k in self._items if k not in seen]:
+            old = self._items.pop(key)
+            self._unindex(key)
+            changes.append(Change("DELETED", old, None))
+        return changes
+
+    def _put(self, key: str, obj: JsonDict) -> None:
+        if key in self._values:
+            self._unindex(key)
+        self._items[key] = obj
+        values: dict[str, list[str]] = {}
+        for name, func in self._indexers.items():
+            vals = func(obj)
+            if vals:
+                values[name] = vals
+                index = self._indices[name]
+                for v in vals:
+                    index.setdefault(v, set()).add(key)
+        self._values[key] = values
+
+    def _unindex(self, key: str) -> None:
+        for name, vals in self._values.pop(key, {}).items():
+            index = self._indices[name]
+            for v in vals:
+                bucket = index.get(v)
+                if bucket is not None:
+                    bucket.discard(key)
+                    if not bucket:
+                        del index[v]
