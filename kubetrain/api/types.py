@@ -108,12 +108,27 @@ class ReplicaStatus:
 
 
 @dataclass
+class KubetrainStatus:
+    """kubetrain's own bookkeeping in `status.kubetrain` (upstream clients ignore the key).
+
+    `restarts` counts restarts that pod recreation would otherwise erase (backoffLimit counts every
+    restart: a fix of kubeflow/trainer#2045); `restartingPods` holds uids of pods deleted for a
+    restart whose deletion is not yet observed, so a lagging cache cannot count one twice.
+    """
+
+    restarts: I32 | None = wire("restarts")
+    restarting_pods: list[str] | None = wire("restartingPods")
+    extra: JsonDict = _extra()
+
+
+@dataclass
 class JobStatus:
     conditions: list[JobCondition] = wire("conditions", factory=list, omitzero=True)
     replica_statuses: dict[str, ReplicaStatus] = wire("replicaStatuses", factory=dict)
     start_time: str | None = wire("startTime", schema=_DATE_TIME)
     completion_time: str | None = wire("completionTime", schema=_DATE_TIME)
     last_reconcile_time: str | None = wire("lastReconcileTime", schema=_DATE_TIME)
+    kubetrain: KubetrainStatus | None = wire("kubetrain")
     extra: JsonDict = _extra()
 
 

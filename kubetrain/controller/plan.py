@@ -40,7 +40,8 @@ class CreateObject:
 
 @dataclass(frozen=True)
 class DeleteObject:
-    """DELETE the object; `ref.uid`, when set, is sent as a precondition so a newer same-named object survives."""
+    """DELETE the object; `ref.uid`, when set, is sent as a precondition so that a newer
+    same-named object survives."""
 
     ref: ObjectRef
     propagation_policy: Literal["Background", "Foreground", "Orphan"] = "Background"

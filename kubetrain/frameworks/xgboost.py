@@ -73,8 +73,9 @@ class XGBoost:
     def update_status(self, ctx: StatusContext) -> None:
         """The Master decides; any failed replica fails the job unless its policy is ExitCode.
 
-        Upstream first sets Running when no Running condition exists yet (of any status), so
-        success and failure are always preceded by Running (then flipped to False). A failure
+        A running Master sets Running=True (so a resumed job runs again). On success and failure
+        upstream first adds Running only when no Running condition exists yet (of any status), so
+        they are always preceded by Running (then flipped to False). A failure
         under OnFailure/Always also fails the job (spec §13.11): reproduced, since users rely on
         XGBoost jobs failing fast.
         """
@@ -85,7 +86,7 @@ class XGBoost:
             c = counts(ctx, rtype, spec)
             if rtype == "Master":
                 if c.running > 0:
-                    run.running_if_absent(running_msg)
+                    run.running(running_msg)
                 if c.expected == 0:
                     run.running_if_absent(running_msg)
                     run.succeeded(f"XGBoostJob {job.name} is successfully completed.")

@@ -104,8 +104,8 @@ RUNNING_FALSE = ("Running", "False", "XGBoostJobRunning", "XGBoostJob j is runni
             "Never",
             {"Master": (1, 0, 0), "Worker": (2, 0, 0)},
             [RUNNING_FALSE],
-            [RUNNING_FALSE],
-            id="running-not-reasserted-when-present",
+            [RUNNING],
+            id="running-master-sets-running-again",
         ),
     ],
 )

@@ -1,0 +1,58 @@
+"""Deleting pods and services of a finished or suspended job (spec §3.8, §3.5 step 3).
+
+cleanPodPolicy applies to finished jobs, including jobs failed by backoffLimit or
+activeDeadlineSeconds (upstream v1.9.4 semantics; v1.9.0-1.9.3 deleted everything there,
+kubeflow/trainer#3419). A suspended job loses all its pods and services whatever the policy.
+"""
+
+from __future__ import annotations
+
+from kubetrain.api.conditions import FALSE, TRUE, has_condition
+from kubetrain.api.kinds import CLEAN_POD_ALL, CLEAN_POD_RUNNING, COND_RUNNING, COND_SUSPENDED, reason
+from kubetrain.controller import events, gang
+from kubetrain.controller.context import Reconcile
+from kubetrain.controller.names import name_of
+from kubetrain.controller.pods import phase
+
+
+def delete_pods_and_services(ctx: Reconcile, policy: str | None) -> None:
+    """`All`: every pod and service; `Running`: pods not yet done (Pending may start running)
+    and their same-named services; anything else (`None`): nothing."""
+    if policy not in (CLEAN_POD_ALL, CLEAN_POD_RUNNING):
+        return
+    services = {name_of(svc): svc for svc in ctx.services}
+    for pod in ctx.pods:
+        if policy == CLEAN_POD_RUNNING and phase(pod) not in ("Running", "Pending", ""):
+            continue
+        name = name_of(pod)
+        ctx.delete(pod, events.SUCCESSFUL_DELETE_POD, events.deleted_pod(name))
+        svc = services.get(name)
+        if svc is not None:
+            ctx.delete(svc, events.SUCCESSFUL_DELETE_SERVICE, events.deleted_service(name))
+    if policy == CLEAN_POD_ALL:
+        for svc in ctx.services:
+            ctx.delete(svc, events.SUCCESSFUL_DELETE_SERVICE, events.deleted_service(name_of(svc)))
+
+
+def suspend(ctx: Reconcile) -> None:
+    """Release everything the job holds and record why (`[.., Running(False), Suspended(True)]`)."""
+    delete_pods_and_services(ctx, CLEAN_POD_ALL)
+    gang.delete_pod_group(ctx)
+    for replica_status in ctx.status.replica_statuses.values():
+        replica_status.active = 0
+    suspended = reason(ctx.kind, "Suspended")
+    message = f"{ctx.kind} {ctx.name} is suspended."
+    if has_condition(ctx.status, COND_RUNNING):
+        ctx.condition(COND_RUNNING, FALSE, suspended, message)
+    if not has_condition(ctx.status, COND_SUSPENDED):
+        ctx.condition(COND_SUSPENDED, TRUE, suspended, message)
+    ctx.event("Normal", suspended, message)
+
+
+def resume(ctx: Reconcile) -> None:
+    """Suspended(False, Resumed); the clock of activeDeadlineSeconds restarts with startTime."""
+    resumed = reason(ctx.kind, "Resumed")
+    message = f"{ctx.kind} {ctx.name} is resumed."
+    ctx.condition(COND_SUSPENDED, FALSE, resumed, message)
+    ctx.status.start_time = ctx.stamp
+    ctx.event("Normal", resumed, message)
