@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -23,6 +22,8 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
+from kubetrain.api.kinds import KINDS
+from kubetrain.controller import reconciler
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed, Plan
 from kubetrain.runtime.applier import Applier
@@ -82,13 +83,10 @@ class Planner:
 
     @classmethod
     def default(cls) -> Planner:
-        mod = importlib.import_module("kubetrain.controller.reconciler")
-        return cls(mod.plan, mod.watched_children)
+        return cls(reconciler.plan, reconciler.watched_children)
 
 
 def default_kinds() -> Mapping[str, KindSpec]:
-    from kubetrain.api.kinds import KINDS
-
     return KINDS
 
 
