@@ -1,0 +1,258 @@
+"""The embedded API server: wiring, lifecycle, and the controls tests and embedders use."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from . import errors
+from .crd import CRDController
+from .faults import FaultInjector
+from .gc import ControllerManager
+from .handlers import APIHandler
+from .kubeconfig import write_kubeconfig
+from .logs import LogProvider
+from .resources import NAMESPACE_KEY, ResourceCatalog
+from .rest import Converter, ObjectStorage, PodDeletion
+from .store import Store
+
+T = TypeVar("T")
+
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _check_loopback(host: str) -> None:
+    if host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise ValueError(
+        f"the embedded API server has no authentication and listens on loopback only, not {host!r}"
+    )
+
+
+class EmbeddedAPIServer:
+    """An in-memory, Kubernetes-compatible API server on one asyncio event loop.
+
+    ``pod_deletion`` decides what DELETE does to a pod bound to a node: ``"immediate"`` removes it
+    at once; ``"graceful"`` keeps it with a deletionTimestamp until a node agent confirms with
+    gracePeriodSeconds=0; ``"auto"`` (default) is graceful only when the pod's Node object exists,
+    i.e. a node agent has registered. Unbound and finished pods are always removed at once.
+    """
+
+    def __init__(
+        self,
+        *,
+        pod_deletion: PodDeletion = "auto",
+        bookmark_interval: float = 60.0,
+        history_size: int = 100_000,
+        watch_queue_size: int = 10_000,
+        log_provider: LogProvider | None = None,
+        converters: dict[str, Converter] | None = None,
+    ) -> None:
+        self.store = Store(history_size)
+        self.catalog = ResourceCatalog()
+        self.rest = ObjectStorage(self.store, self.catalog, pod_deletion, converters)
+        self._crds = CRDController(self.store, self.catalog)
+        self._controllers = ControllerManager(self.rest)
+        self.hub = self._make_hub(bookmark_interval, watch_queue_size)
+        self.faults = FaultInjector()
+        self.log_provider = log_provider
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._host = "127.0.0.1"
+        self._port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        ns_type = self.catalog.storage_type(NAMESPACE_KEY)
+        assert ns_type is not None
+        for name in INITIAL_NAMESPACES:
+            self.rest.create(ns_type, "", {"metadata": {"name": name}})
+
+    def _make_hub(self, interval: float, queue: int) -> Any:
+        from .watch import WatchHub
+
+        return WatchHub(self.store, interval, queue)
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Listen on ``host:port`` (0 picks a free port) and start the built-in controllers."""
+        _check_loopback(host)
+        handler = APIHandler(
+            self.rest, self.hub, self.faults, lambda: self.log_provider, lambda: f"{self._host}:{self._port}"
+        )
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", handler.handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, backlog=1024)
+        await site.start()
+        server = site._server
+        assert server is not None and server.sockets  # type: ignore[attr-defined]
+        self._host, self._port = host, server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self._loop = asyncio.get_running_loop()
+        self._tasks = [
+            asyncio.create_task(self._controllers.run(), name="kubetrain-apiserver-controllers"),
+            asyncio.create_task(self.hub.run_bookmarks(), name="kubetrain-apiserver-bookmarks"),
+        ]
+        return self.url
+
+    async def stop(self) -> None:
+        """Close watches, stop the controllers and the listener."""
+        self.hub.break_all()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> EmbeddedAPIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def url(self) -> str:
+        if not self._port:
+            raise RuntimeError("the server is not started")
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._port}"
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    def write_kubeconfig(
+        self, path: str | os.PathLike[str], context: str = "kubetrain", namespace: str = "default"
+    ) -> Path:
+        return write_kubeconfig(path, self.url, context, namespace)
+
+    # --- controls for tests (call on the server's loop; ServerThread.call does that) ------
+
+    @property
+    def bookmark_interval(self) -> float:
+        return float(self.hub.bookmark_interval)
+
+    @bookmark_interval.setter
+    def bookmark_interval(self, seconds: float) -> None:
+        self.hub.bookmark_interval = seconds
+
+    def compact(self) -> int:
+        """Drop all watch history: a watch from any older resourceVersion now gets 410 Gone."""
+        return self.store.compact()
+
+    def break_watches(self, gone: bool = False) -> int:
+        """Close every open watch; with ``gone`` each first receives a 410 Expired ERROR event."""
+        rv = self.store.resource_version
+        err = errors.expired(f"too old resource version: {rv} ({rv})") if gone else None
+        return self.hub.break_all(err)
+
+    def inject_fault(
+        self,
+        verb: str,
+        resource: str,
+        code: int,
+        count: int = 1,
+        retry_after: int = 1,
+        namespace: str | None = None,
+    ) -> None:
+        """Make the next ``count`` (verb, resource) requests fail with 409, 429, 500 or 503."""
+        self.faults.inject(verb, resource, code, count, retry_after, namespace)
+
+
+class ServerThread:
+    """Runs an EmbeddedAPIServer on its own event loop in a daemon thread, for sync users.
+
+    >>> with ServerThread() as srv:
+    ...     srv.server.write_kubeconfig("/tmp/kubeconfig")
+    """
+
+    def __init__(
+        self,
+        server: EmbeddedAPIServer | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        **server_kwargs: Any,
+    ) -> None:
+        self._server = server
+        self._server_kwargs = server_kwargs
+        self._host, self._port = host, port
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="kubetrain-apiserver", daemon=True)
+        self._ready: Future[str] = Future()
+
+    @property
+    def server(self) -> EmbeddedAPIServer:
+        if self._server is None:
+            raise RuntimeError("the server thread is not started")
+        return self._server
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+
+        async def boot() -> str:
+            if self._server is None:
+                self._server = EmbeddedAPIServer(**self._server_kwargs)
+            return await self._server.start(self._host, self._port)
+
+        try:
+            self._ready.set_result(self._loop.run_until_complete(boot()))
+        except BaseException as exc:
+            self._ready.set_exception(exc)
+            return
+        self._loop.run_forever()
+        self._loop.run_until_complete(self.server.stop())
+        self._loop.close()
+
+    def start(self, timeout: float = 10.0) -> str:
+        self._thread.start()
+        return self._ready.result(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn`` on the server's loop (where all server state lives) and return its result."""
+
+        async def run() -> T:
+            return fn(*args, **kwargs)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(30)
+
+    def __enter__(self) -> ServerThread:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

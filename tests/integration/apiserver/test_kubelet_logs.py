@@ -1,0 +1,152 @@
+"""Playing the kubelet over HTTP (binding, pod status), and the pods/log subresource."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from kubetrain.embedded.apiserver import EmbeddedAPIServer, MemoryLogProvider
+from kubetrain.embedded.kubelet_sim import KubeletSim
+
+from .helpers import PODS, Http, pod
+
+
+@pytest.fixture
+async def kubelet(server: EmbeddedAPIServer) -> KubeletSim:
+    sim = KubeletSim(server.url, "node-1")
+    await sim.register_node()
+    yield sim  # type: ignore[misc]
+    await sim.close()
+
+
+async def test_node_registration(kubelet: KubeletSim, core: client.CoreV1Api) -> None:
+    node = await core.read_node("node-1")
+    assert node.status.conditions[0].type == "Ready" and node.status.conditions[0].status == "True"
+
+
+async def test_binding_and_phases(kubelet: KubeletSim, core: client.CoreV1Api, http: Http) -> None:
+    await http.post(PODS, pod("w", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]))
+    await kubelet.bind("default", "w")
+    got = await core.read_namespaced_pod("w", "default")
+    assert got.spec.node_name == "node-1"
+    assert any(c.type == "PodScheduled" and c.status == "True" for c in got.status.conditions)
+    await kubelet.pending("default", "w", reason="ImagePullBackOff", message="pull failed")
+    got = await core.read_namespaced_pod("w", "default")
+    assert got.status.phase == "Pending"
+    assert got.status.container_statuses[0].state.waiting.reason == "ImagePullBackOff"
+    await kubelet.running("default", "w", pod_ip="10.1.2.3", restart_count=1)
+    got = await core.read_namespaced_pod("w", "default")
+    assert got.status.phase == "Running" and got.status.pod_ip == "10.1.2.3"
+    assert all(cs.ready and cs.restart_count == 1 for cs in got.status.container_statuses)
+    assert {c.type: c.status for c in got.status.conditions}["Ready"] == "True"
+    await kubelet.failed("default", "w", exit_code=137, reason="OOMKilled", message="killed")
+    got = await core.read_namespaced_pod("w", "default")
+    term = got.status.container_statuses[0].state.terminated
+    assert got.status.phase == "Failed" and term.exit_code == 137 and term.reason == "OOMKilled"
+    assert term.message == "killed"
+    assert got.metadata.generation == 1
+
+
+async def test_per_container_states(kubelet: KubeletSim, core: client.CoreV1Api, http: Http) -> None:
+    await http.post(PODS, pod("m", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]))
+    await kubelet.set_phase(
+        "default",
+        "m",
+        "Running",
+        containers={"b": {"state": "terminated", "exit_code": 2, "reason": "Error"}},
+    )
+    got = await core.read_namespaced_pod("m", "default")
+    states = {cs.name: cs.state for cs in got.status.container_statuses}
+    assert states["a"].running is not None and states["b"].terminated.exit_code == 2
+    assert {c.type: c.status for c in got.status.conditions}["Ready"] == "False"
+    await kubelet.succeeded("default", "m")
+    got = await core.read_namespaced_pod("m", "default")
+    assert got.status.phase == "Succeeded"
+    assert all(cs.state.terminated.exit_code == 0 for cs in got.status.container_statuses)
+    await kubelet.restarted("default", "m", exit_code=1, restart_count=3)
+    got = await core.read_namespaced_pod("m", "default")
+    assert got.status.container_statuses[0].last_state.terminated.exit_code == 1
+
+
+async def test_binding_twice_conflicts(kubelet: KubeletSim, http: Http) -> None:
+    await http.post(PODS, pod("b"))
+    await kubelet.bind("default", "b")
+    status, body, _ = await http.post(
+        f"{PODS}/b/binding", {"metadata": {"name": "b"}, "target": {"kind": "Node", "name": "n2"}}
+    )
+    assert status == 409
+    assert (
+        body["message"]
+        == 'Operation cannot be fulfilled on pods/binding "b": pod b is already assigned to node "node-1"'
+    )
+
+
+async def test_binding_via_client(core: client.CoreV1Api, http: Http) -> None:
+    await http.post(PODS, pod("cb"))
+    body = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="cb"), target=client.V1ObjectReference(kind="Node", name="n9")
+    )
+    await core.create_namespaced_binding("default", body, _preload_content=False)
+    got = await core.read_namespaced_pod("cb", "default")
+    assert got.spec.node_name == "n9"
+
+
+async def test_logs(server: EmbeddedAPIServer, core: client.CoreV1Api, http: Http) -> None:
+    logs = server.log_provider
+    assert isinstance(logs, MemoryLogProvider)
+    await http.post(PODS, pod("l"))
+    logs.append("default", "l", "main", "line 1\nline 2\nline 3\n")
+    text = await core.read_namespaced_pod_log("l", "default")
+    assert text == "line 1\nline 2\nline 3\n"
+    assert await core.read_namespaced_pod_log("l", "default", tail_lines=1) == "line 3\n"
+    stamped = await core.read_namespaced_pod_log("l", "default", timestamps=True, container="main")
+    assert stamped.splitlines()[0].endswith("Z line 1")
+    assert await core.read_namespaced_pod_log("l", "default", limit_bytes=4) == "line"
+
+
+async def test_log_errors(http: Http) -> None:
+    await http.post(PODS, pod("two", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]))
+    status, body, _ = await http.get(f"{PODS}/two/log")
+    assert status == 400
+    assert body["message"] == "a container name must be specified for pod two, choose one of: [a b]"
+    status, body, _ = await http.get(f"{PODS}/two/log", params={"container": "zzz"})
+    assert status == 400 and body["message"] == "container zzz is not valid for pod two"
+    status, body, _ = await http.get(f"{PODS}/two/log", params={"container": "a"})
+    assert status == 400 and "is waiting to start" in body["message"]
+    status, body, _ = await http.get(f"{PODS}/none/log")
+    assert status == 404
+
+
+async def test_logs_without_provider_are_empty(http: Http) -> None:
+    srv = EmbeddedAPIServer()
+    await srv.start()
+    try:
+        async with http.session.post(srv.url + PODS, json=pod("x")) as resp:
+            assert resp.status == 201
+        async with http.session.get(srv.url + f"{PODS}/x/log") as resp:
+            assert resp.status == 200 and await resp.text() == ""
+    finally:
+        await srv.stop()
+
+
+async def test_follow_streams_until_container_ends(server: EmbeddedAPIServer, http: Http) -> None:
+    logs = server.log_provider
+    assert isinstance(logs, MemoryLogProvider)
+    await http.post(PODS, pod("f"))
+    logs.append("default", "f", "main", "first\n")
+    resp = await http.session.get(http.base + f"{PODS}/f/log", params={"follow": "true"})
+    assert await asyncio.wait_for(resp.content.readline(), 3) == b"first\n"
+    logs.append("default", "f", "main", "second\n")
+    assert await asyncio.wait_for(resp.content.readline(), 3) == b"second\n"
+    logs.end("default", "f", "main")
+    assert await asyncio.wait_for(resp.content.read(), 3) == b""
+    resp.close()
+
+
+async def test_read_log_of_missing_pod_raises(core: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as err:
+        await core.read_namespaced_pod_log("nope", "default")
+    assert err.value.status == 404
