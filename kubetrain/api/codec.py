@@ -51,7 +51,8 @@ def _compute_plan(cls: type) -> tuple[tuple[_FieldPlan, ...], str | None]:
 _plan: Callable[[type], tuple[tuple[_FieldPlan, ...], str | None]] = functools.cache(_compute_plan)
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """The JSON type of a value, as the API server names it in type errors."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int | float):
@@ -86,13 +87,13 @@ def _decode_value(hint: Any, value: Any, path: str, errors: ErrorList) -> Any:
         return _decode_value(base, value, path, errors)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         if not isinstance(value, dict):
-            errors.append(invalid(path, _type_name(value), "must be of type object"))
+            errors.append(invalid(path, type_name(value), "must be of type object"))
             return None
         return _decode_object(hint, value, path, errors)
     if origin is dict:
         _, val_hint = get_args(hint)
         if not isinstance(value, dict):
-            errors.append(invalid(path, _type_name(value), "must be of type object"))
+            errors.append(invalid(path, type_name(value), "must be of type object"))
             return None
         out = {}
         for key, item in value.items():
@@ -104,7 +105,7 @@ def _decode_value(hint: Any, value: Any, path: str, errors: ErrorList) -> Any:
     if origin is list:
         (item_hint,) = get_args(hint)
         if not isinstance(value, list):
-            errors.append(invalid(path, _type_name(value), "must be of type array"))
+            errors.append(invalid(path, type_name(value), "must be of type array"))
             return None
         return [_decode_value(item_hint, item, f"{path}[{i}]", errors) for i, item in enumerate(value)]
     if hint is Any:
@@ -113,12 +114,12 @@ def _decode_value(hint: Any, value: Any, path: str, errors: ErrorList) -> Any:
         return _decode_int(value, path, errors, Int64)
     if hint is bool:
         if not isinstance(value, bool):
-            errors.append(invalid(path, _type_name(value), "must be of type boolean"))
+            errors.append(invalid(path, type_name(value), "must be of type boolean"))
             return None
         return value
     if hint is str:
         if not isinstance(value, str):
-            errors.append(invalid(path, _type_name(value), "must be of type string"))
+            errors.append(invalid(path, type_name(value), "must be of type string"))
             return None
         return value
     raise TypeError(f"codec: unsupported type hint {hint!r} at {path}")  # a programming error, not input
@@ -127,7 +128,7 @@ def _decode_value(hint: Any, value: Any, path: str, errors: ErrorList) -> Any:
 def _decode_int(value: Any, path: str, errors: ErrorList, marker: Any) -> int | None:
     low, high, what = _INT_RANGES.get(marker, _INT_RANGES[Int64])
     if isinstance(value, bool) or not isinstance(value, int | float):
-        errors.append(invalid(path, _type_name(value), "must be of type integer"))
+        errors.append(invalid(path, type_name(value), "must be of type integer"))
         return None
     if isinstance(value, float):
         if not value.is_integer():
@@ -159,7 +160,7 @@ def decode(cls: type[T], data: Any, path: str = "") -> tuple[T | None, ErrorList
     """Decode `data` into `cls`; returns the object (None if not an object at all) and field errors."""
     errors = ErrorList()
     if not isinstance(data, dict):
-        errors.append(invalid(path or "<root>", _type_name(data), "must be of type object"))
+        errors.append(invalid(path or "<root>", type_name(data), "must be of type object"))
         return None, errors
     return _decode_object(cls, data, path, errors), errors
 

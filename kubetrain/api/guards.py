@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubetrain.api.codec import type_name
 from kubetrain.api.dns import DNS1035_LABEL_MAX_LENGTH, is_dns1035_label
 from kubetrain.api.fielderrors import ErrorList, ErrorType, FieldError, invalid, not_supported, required
 from kubetrain.api.kinds import CLEAN_POD_POLICIES, RESTART_POLICIES, KindInfo
@@ -53,21 +54,6 @@ RDZV_BACKENDS = ("c10d", "etcd", "etcd-v2")
 MX_JOB_MODES = ("MXTrain", "MXTune")
 NPROC_KEYWORDS = ("auto", "cpu", "gpu")
 _POSITIVE_INT = re.compile(r"[1-9][0-9]*")
-
-
-def type_name(value: Any) -> str:
-    """The JSON type of a value, as the API server names it in type errors."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null" if value is None else type(value).__name__
 
 
 def containers_of(rspec: ReplicaSpec | None) -> list[Any]:
