@@ -1,0 +1,218 @@
+"""The bind/connect shim that gives every local pod its own IP address on the loopback network.
+
+Linux routes the whole of 127.0.0.0/8 to the loopback interface, so every pod can have its own
+address (127.244.x.y by default) without root. What breaks is the wildcard bind: a TF worker binds
+``0.0.0.0:2222``, which on one host takes port 2222 on *every* loopback address, so the second
+worker fails with EADDRINUSE. This tiny ``LD_PRELOAD`` library rewrites, per process:
+
+* ``bind(0.0.0.0:p)`` -> ``bind(<pod IP>:p)``; a dual-stack ``bind([::]:p)`` -> ``[::ffff:<pod IP>]:p``;
+* ``connect()`` to an address in the pod network from an unbound socket first binds the socket to
+  the pod IP, so peers see the caller's pod IP (``getpeername``), as they would on a cluster;
+* ports below the unprivileged limit on pod addresses are shifted by a fixed offset on both sides
+  (``bind`` and ``connect``), so an sshd on port 22 works for a user without root.
+
+The C source is kept here as a string and compiled once per version with the system C compiler
+into a per-user cache: that keeps the Python package pure (no platform wheel) at the cost of
+needing ``cc`` on the machine. `build_shim` says clearly what is missing when it cannot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+SHIM_SOURCE = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+typedef int (*sock_fn)(int, const struct sockaddr *, socklen_t);
+
+static struct in_addr pod_ip;
+static int initialised = 0, pod_ip_set = 0;
+static int port_offset = 0, port_limit = 0;
+static struct in_addr net_addr, net_mask;
+
+static sock_fn real(const char *name, sock_fn *slot) {
+    if (!*slot) *slot = (sock_fn)dlsym(RTLD_NEXT, name);
+    return *slot;
+}
+static sock_fn real_bind_p, real_connect_p;
+
+static void shim_init(void) {
+    if (initialised) return;
+    const char *ip = getenv("KUBETRAIN_POD_IP");
+    pod_ip_set = ip != NULL && inet_pton(AF_INET, ip, &pod_ip) == 1;
+    const char *off = getenv("KUBETRAIN_PORT_OFFSET");
+    const char *lim = getenv("KUBETRAIN_PORT_OFFSET_BELOW");
+    port_offset = off ? atoi(off) : 0;
+    port_limit = lim ? atoi(lim) : 0;
+    net_addr.s_addr = 0;
+    net_mask.s_addr = 0xffffffffu;
+    const char *cidr = getenv("KUBETRAIN_POD_CIDR");
+    if (cidr) {
+        char buf[40];
+        strncpy(buf, cidr, sizeof buf - 1);
+        buf[sizeof buf - 1] = 0;
+        char *slash = strchr(buf, '/');
+        int bits = 32;
+        if (slash) { *slash = 0; bits = atoi(slash + 1); }
+        if (inet_pton(AF_INET, buf, &net_addr) == 1 && bits >= 0 && bits <= 32)
+            net_mask.s_addr = bits == 0 ? 0 : htonl(0xffffffffu << (32 - bits));
+    }
+    initialised = 1;
+}
+
+static in_port_t shift(in_port_t port_be) {
+    unsigned p = ntohs(port_be);
+    if (port_offset > 0 && p > 0 && (int)p < port_limit) return htons((in_port_t)(p + port_offset));
+    return port_be;
+}
+
+static int in_pod_net(const struct in_addr *a) {
+    return (a->s_addr & net_mask.s_addr) == (net_addr.s_addr & net_mask.s_addr);
+}
+
+static int is_v4mapped(const struct in6_addr *a) {
+    static const unsigned char prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return memcmp(a->s6_addr, prefix, 12) == 0;
+}
+
+static void set_v4mapped(struct in6_addr *a, const struct in_addr *v4) {
+    memset(a, 0, sizeof *a);
+    a->s6_addr[10] = 0xff;
+    a->s6_addr[11] = 0xff;
+    memcpy(&a->s6_addr[12], v4, 4);
+}
+
+int bind(int fd, const struct sockaddr *addr, socklen_t len) {
+    sock_fn real_bind = real("bind", &real_bind_p);
+    shim_init();
+    if (pod_ip_set && addr && addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+        struct sockaddr_in sin;
+        memcpy(&sin, addr, sizeof sin);
+        if (sin.sin_addr.s_addr == htonl(INADDR_ANY)) sin.sin_addr = pod_ip;
+        if (in_pod_net(&sin.sin_addr)) sin.sin_port = shift(sin.sin_port);
+        return real_bind(fd, (struct sockaddr *)&sin, sizeof sin);
+    }
+    if (pod_ip_set && addr && addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+        struct sockaddr_in6 sin6;
+        memcpy(&sin6, addr, sizeof sin6);
+        int v6only = 0;
+        socklen_t optlen = sizeof v6only;
+        if (memcmp(&sin6.sin6_addr, &in6addr_any, sizeof(struct in6_addr)) == 0
+            && getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &optlen) == 0 && !v6only)
+            set_v4mapped(&sin6.sin6_addr, &pod_ip);
+        if (is_v4mapped(&sin6.sin6_addr)) {
+            struct in_addr v4;
+            memcpy(&v4, &sin6.sin6_addr.s6_addr[12], 4);
+            if (in_pod_net(&v4)) sin6.sin6_port = shift(sin6.sin6_port);
+        }
+        return real_bind(fd, (struct sockaddr *)&sin6, sizeof sin6);
+    }
+    return real_bind(fd, addr, len);
+}
+
+static void bind_source(int fd, int family) {
+    sock_fn real_bind = real("bind", &real_bind_p);
+    int saved = errno;
+    if (family == AF_INET) {
+        struct sockaddr_in local;
+        socklen_t llen = sizeof local;
+        if (getsockname(fd, (struct sockaddr *)&local, &llen) == 0 && local.sin_port == 0) {
+            struct sockaddr_in src;
+            memset(&src, 0, sizeof src);
+            src.sin_family = AF_INET;
+            src.sin_addr = pod_ip;
+            real_bind(fd, (struct sockaddr *)&src, sizeof src);
+        }
+    } else {
+        struct sockaddr_in6 local;
+        socklen_t llen = sizeof local;
+        if (getsockname(fd, (struct sockaddr *)&local, &llen) == 0 && local.sin6_port == 0) {
+            struct sockaddr_in6 src;
+            memset(&src, 0, sizeof src);
+            src.sin6_family = AF_INET6;
+            set_v4mapped(&src.sin6_addr, &pod_ip);
+            real_bind(fd, (struct sockaddr *)&src, sizeof src);
+        }
+    }
+    errno = saved;
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+    sock_fn real_connect = real("connect", &real_connect_p);
+    shim_init();
+    if (pod_ip_set && addr && addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+        struct sockaddr_in sin;
+        memcpy(&sin, addr, sizeof sin);
+        if (in_pod_net(&sin.sin_addr)) {
+            sin.sin_port = shift(sin.sin_port);
+            bind_source(fd, AF_INET);
+            return real_connect(fd, (struct sockaddr *)&sin, sizeof sin);
+        }
+    }
+    if (pod_ip_set && addr && addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+        struct sockaddr_in6 sin6;
+        memcpy(&sin6, addr, sizeof sin6);
+        struct in_addr v4;
+        memcpy(&v4, &sin6.sin6_addr.s6_addr[12], 4);
+        if (is_v4mapped(&sin6.sin6_addr) && in_pod_net(&v4)) {
+            sin6.sin6_port = shift(sin6.sin6_port);
+            bind_source(fd, AF_INET6);
+            return real_connect(fd, (struct sockaddr *)&sin6, sizeof sin6);
+        }
+    }
+    return real_connect(fd, addr, len);
+}
+"""
+
+LIBRARY_NAME = "libkubetrain_netshim.so"
+
+
+class ShimUnavailable(RuntimeError):
+    """The shim cannot be built here (no C compiler): pods cannot get isolated addresses."""
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kubetrain"
+
+
+def build_shim(cache_dir: Path | None = None) -> Path:
+    """The path of the compiled shim, compiling it on first use (atomically, safe in parallel)."""
+    digest = hashlib.sha256(SHIM_SOURCE.encode()).hexdigest()[:16]
+    target_dir = (cache_dir or default_cache_dir()) / f"netshim-{digest}"
+    target = target_dir / LIBRARY_NAME
+    if target.exists():
+        return target
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not compiler:
+        raise ShimUnavailable(
+            "kubetrain's local pod network needs a C compiler once, to build a 100-line LD_PRELOAD shim "
+            "(install gcc, e.g. `apt-get install gcc`), or start the node with network mode 'host'"
+        )
+    target_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target_dir) as tmp:
+        src = Path(tmp) / "netshim.c"
+        src.write_text(SHIM_SOURCE)
+        out = Path(tmp) / LIBRARY_NAME
+        proc = subprocess.run(
+            [compiler, "-shared", "-fPIC", "-O2", "-o", str(out), str(src), "-ldl"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise ShimUnavailable(f"building the network shim with {compiler} failed: {proc.stderr.strip()}")
+        os.replace(out, target)
+    return target

@@ -1,0 +1,309 @@
+"""Pod networking for local processes: one loopback IP per pod, names from Services, no root.
+
+Replicas must reach each other by the names the operator injects (``<job>-worker-0``,
+``<job>-worker-0.<ns>.svc`` in TF_CONFIG, ``MASTER_ADDR=<job>-master-0``) on the ports it
+injects (every TF worker declares 2222, every PyTorch master 23456), for several replicas and
+several jobs at once, without root. The choice, after trying both designs for real:
+
+**Chosen: one real loopback address per pod + a bind shim + nss_wrapper.**
+
+* Each pod gets its own address from ``127.244.0.0/16`` (Linux routes all of 127/8 to ``lo``).
+* `netshim` (a 100-line ``LD_PRELOAD`` library) turns a wildcard bind (``0.0.0.0``/``[::]``) into
+  a bind to the pod's address, and gives connections between pods the caller's pod address as
+  source. Two TF workers on ``0.0.0.0:2222`` coexist; two PyTorch jobs on ``23456`` coexist.
+* Samba's ``nss_wrapper`` (Debian ``libnss-wrapper``) answers ``getaddrinfo``/``gethostbyname``
+  and ``gethostname`` from a hosts file this module keeps up to date from Services and Pods: each
+  Service with a selector resolves, as a headless Service does, to its selected running pods' IPs,
+  under ``<svc>`` (same namespace), ``<svc>.<ns>``, ``<svc>.<ns>.svc``,
+  ``<svc>.<ns>.svc.cluster.local``; a pod with ``subdomain`` also gets
+  ``<hostname>.<subdomain>.<ns>.svc[.cluster.local]``; and the pod's own hostname resolves to
+  its IP. One file per namespace, so that short names resolve in their own namespace only.
+  Every name is written twice, as ``a.b.c.d`` and as ``::ffff:a.b.c.d``, because nss_wrapper does
+  not implement ``AI_V4MAPPED`` and PyTorch's c10d asks for IPv6 first and retries forever.
+  Files are replaced atomically; nss_wrapper notices the replaced file on the next lookup, so a
+  pod that starts before its peers resolves them as soon as they get an IP.
+* ``GRPC_DNS_RESOLVER=native`` is set (unless the pod sets it) because gRPC's default c-ares
+  resolver reads ``/etc/hosts`` and DNS itself and never asks nss_wrapper.
+
+Verified with real programs: two Python processes each binding ``0.0.0.0:2222`` and talking by
+service name; two concurrent ``torch.distributed`` gloo jobs (3 and 2 ranks, both on
+``MASTER_PORT=23456``, ``MASTER_ADDR=<job>-master-0``); two gRPC servers on ``[::]:2222`` calling
+each other by name; a pod reaching a host service on 127.0.0.1 (the API server) and the internet.
+
+**Rejected: socket_wrapper** (Debian ``libsocket-wrapper``). It emulates IPs by turning every
+``AF_INET`` socket into a Unix socket, which isolates ports perfectly, but then a pod can reach
+nothing that is not itself wrapped: the API server on 127.0.0.1 fails with EHOSTUNREACH, the
+internet with ENETUNREACH (so ``pip install`` in a pod command, which the upstream SDK generates,
+breaks), and it caps the network at 64 addresses.
+
+Limits (documented for users): programs that bypass libc (static Go binaries, raw syscalls) or
+read ``/etc/hosts`` themselves do not see the names; an explicit bind to ``127.0.0.1`` is shared
+by all pods (pods share the host's localhost); Service ``port``->``targetPort`` translation and
+cluster IPs are not emulated (a name resolves straight to pod IPs, as for headless Services);
+ports below the unprivileged limit are shifted by `PORT_OFFSET` for non-root users. Linux only;
+elsewhere use mode ``host`` (every pod at 127.0.0.1, names unresolved).
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import glob
+import ipaddress
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from pathlib import Path
+from typing import Literal
+
+from .netshim import ShimUnavailable, build_shim
+
+NetworkMode = Literal["isolated", "host"]
+
+DEFAULT_POD_CIDR = "127.244.0.0/16"
+HOST_IP = "127.0.0.1"
+CLUSTER_DOMAIN = "cluster.local"
+PORT_OFFSET = 40000
+
+
+class NetworkUnavailable(RuntimeError):
+    """Isolated pod networking cannot work on this machine; the message says what to install."""
+
+
+def find_nss_wrapper() -> str | None:
+    """The nss_wrapper library: ``$KUBETRAIN_NSS_WRAPPER``, the linker's cache, or common dirs."""
+    explicit = os.environ.get("KUBETRAIN_NSS_WRAPPER")
+    if explicit:
+        return explicit if os.path.exists(explicit) else None
+    found = ctypes.util.find_library("nss_wrapper")
+    if found and os.path.isabs(found):
+        return found
+    for pattern in (
+        "/usr/lib/*/libnss_wrapper.so*",
+        "/usr/lib/libnss_wrapper.so*",
+        "/usr/lib64/libnss_wrapper.so*",
+        "/usr/local/lib/libnss_wrapper.so*",
+    ):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return hits[0]
+    return found
+
+
+def unprivileged_port_start() -> int:
+    """The lowest port a non-root process may bind (1024 unless the sysctl lowered it)."""
+    if os.geteuid() == 0:
+        return 0
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text().strip())
+    except (OSError, ValueError):
+        return 1024
+
+
+@dataclass(frozen=True)
+class PodEndpoint:
+    """What the hosts file needs to know about a local pod that has an address."""
+
+    namespace: str
+    name: str
+    ip: str
+    hostname: str
+    subdomain: str
+    labels: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class ServiceEntry:
+    """A Service with a selector: its name resolves to the IPs of the pods it selects."""
+
+    namespace: str
+    name: str
+    selector: Mapping[str, str]
+
+
+def _selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def render_hosts(
+    namespace: str,
+    pods: Iterable[PodEndpoint],
+    services: Iterable[ServiceEntry],
+    domain: str = CLUSTER_DOMAIN,
+) -> str:
+    """The hosts file seen by pods of `namespace` (pure: the same input gives the same text)."""
+    pods = sorted(pods, key=lambda p: (p.namespace, p.name))
+    services = sorted(services, key=lambda s: (s.namespace, s.name))
+    svc_names = {(s.namespace, s.name) for s in services}
+    names_by_ip: dict[str, list[str]] = {}
+
+    def add(ip: str, *names: str) -> None:
+        bucket = names_by_ip.setdefault(ip, [])
+        bucket.extend(n for n in names if n not in bucket)
+
+    for pod in pods:
+        if pod.subdomain and (pod.namespace, pod.subdomain) in svc_names:
+            fq = f"{pod.hostname}.{pod.subdomain}.{pod.namespace}.svc"
+            add(pod.ip, f"{fq}.{domain}", fq, f"{pod.hostname}.{pod.subdomain}.{pod.namespace}")
+            if pod.namespace == namespace:
+                add(pod.ip, f"{pod.hostname}.{pod.subdomain}")
+        if pod.namespace == namespace:
+            add(pod.ip, pod.hostname)
+    for svc in services:
+        for pod in pods:
+            if pod.namespace == svc.namespace and _selects(svc.selector, pod.labels):
+                base = f"{svc.name}.{svc.namespace}"
+                add(pod.ip, f"{base}.svc.{domain}", f"{base}.svc", base)
+                if svc.namespace == namespace:
+                    add(pod.ip, svc.name)
+    lines = [f"{HOST_IP} localhost", "::1 localhost ip6-localhost ip6-loopback"]
+    for ip, names in names_by_ip.items():
+        lines.append(f"{ip} {' '.join(names)}")
+    for ip, names in names_by_ip.items():
+        lines.append(f"::ffff:{ip} {' '.join(names)}")
+    return "\n".join(lines) + "\n"
+
+
+class IPAllocator:
+    """Hands out pod addresses round-robin, so a freed address is not reused soon after."""
+
+    def __init__(self, cidr: str = DEFAULT_POD_CIDR) -> None:
+        net = ipaddress.ip_network(cidr)
+        if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(IPv4Network("127.0.0.0/8")):
+            raise ValueError(f"pod CIDR {cidr} must be an IPv4 range inside 127.0.0.0/8")
+        self.cidr = cidr
+        self._first = int(net.network_address) + 2  # .0 is the network, .1 is kept for the node
+        self._size = max(0, net.num_addresses - 3)
+        self._next = 0
+        self._in_use: set[str] = set()
+
+    def allocate(self) -> str:
+        for _ in range(self._size):
+            ip = str(ipaddress.IPv4Address(self._first + self._next % self._size))
+            self._next += 1
+            if ip not in self._in_use and ip != HOST_IP:
+                self._in_use.add(ip)
+                return ip
+        raise NetworkUnavailable(f"no free pod IP left in {self.cidr}")
+
+    def release(self, ip: str) -> None:
+        self._in_use.discard(ip)
+
+
+class PodNetwork:
+    """Owns pod addresses, the per-namespace hosts files, and the env that puts a pod on the network."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        mode: NetworkMode = "isolated",
+        pod_cidr: str = DEFAULT_POD_CIDR,
+        cluster_domain: str = CLUSTER_DOMAIN,
+        shim_cache: Path | None = None,
+    ) -> None:
+        self.mode: NetworkMode = mode
+        self.pod_cidr = pod_cidr
+        self.cluster_domain = cluster_domain
+        self.dir = state_dir
+        self.allocator = IPAllocator(pod_cidr)
+        self._pods: dict[tuple[str, str], PodEndpoint] = {}
+        self._services: dict[tuple[str, str], ServiceEntry] = {}
+        self._written: dict[str, str] = {}
+        self._preload: list[str] = []
+        self._port_below = 0
+        if mode == "isolated":
+            nss = find_nss_wrapper()
+            if not nss:
+                raise NetworkUnavailable(
+                    "kubetrain's local pod network needs nss_wrapper (Debian/Ubuntu: apt-get install "
+                    "libnss-wrapper; Fedora: dnf install nss_wrapper), "
+                    "or start the node with network mode 'host'"
+                )
+            try:
+                shim = build_shim(shim_cache)
+            except ShimUnavailable as err:
+                raise NetworkUnavailable(str(err)) from err
+            self._preload = [str(shim), nss]
+            self._port_below = unprivileged_port_start()
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    # -- addresses --------------------------------------------------------------------------
+
+    def assign(self) -> str:
+        return HOST_IP if self.mode == "host" else self.allocator.allocate()
+
+    def release(self, ip: str) -> None:
+        if self.mode == "isolated":
+            self.allocator.release(ip)
+
+    # -- names ------------------------------------------------------------------------------
+
+    def hosts_path(self, namespace: str) -> Path:
+        return self.dir / f"hosts.{namespace}"
+
+    def set_pod(self, pod: PodEndpoint) -> None:
+        self._pods[(pod.namespace, pod.name)] = pod
+        self._sync()
+
+    def remove_pod(self, namespace: str, name: str) -> None:
+        if self._pods.pop((namespace, name), None) is not None:
+            self._sync()
+
+    def set_service(self, svc: ServiceEntry) -> None:
+        if self._services.get((svc.namespace, svc.name)) != svc:
+            self._services[(svc.namespace, svc.name)] = svc
+            self._sync()
+
+    def remove_service(self, namespace: str, name: str) -> None:
+        if self._services.pop((namespace, name), None) is not None:
+            self._sync()
+
+    def ensure_namespace(self, namespace: str) -> None:
+        """Write the namespace's file before a pod points nss_wrapper at it."""
+        if namespace not in self._written:
+            self._write(namespace)
+
+    def _sync(self) -> None:
+        namespaces = set(self._written) | {p.namespace for p in self._pods.values()}
+        for ns in namespaces:
+            self._write(ns)
+
+    def _write(self, namespace: str) -> None:
+        if self.mode != "isolated":
+            return
+        text = render_hosts(namespace, self._pods.values(), self._services.values(), self.cluster_domain)
+        if self._written.get(namespace) == text:
+            return
+        path = self.hosts_path(namespace)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # nss_wrapper reopens a replaced file on its next lookup
+        self._written[namespace] = text
+
+    # -- process environment --------------------------------------------------------------------
+
+    def pod_env(self, namespace: str, hostname: str, ip: str, base: Mapping[str, str]) -> dict[str, str]:
+        """Variables to lay over the container's final env `base` to put it on the pod network.
+
+        A user's own ``LD_PRELOAD`` is kept (after ours) and a pod's own ``GRPC_DNS_RESOLVER`` wins.
+        """
+        env: dict[str, str] = {}
+        if self.mode != "isolated":
+            return env
+        self.ensure_namespace(namespace)
+        preload = [p for p in (base.get("LD_PRELOAD") or "").split(":") if p]
+        env.update(
+            {
+                "LD_PRELOAD": ":".join([*self._preload, *(p for p in preload if p not in self._preload)]),
+                "NSS_WRAPPER_HOSTS": str(self.hosts_path(namespace)),
+                "NSS_WRAPPER_HOSTNAME": hostname,
+                "KUBETRAIN_POD_IP": ip,
+                "KUBETRAIN_POD_CIDR": self.pod_cidr,
+            }
+        )
+        if self._port_below > 0:
+            env["KUBETRAIN_PORT_OFFSET"] = str(PORT_OFFSET)
+            env["KUBETRAIN_PORT_OFFSET_BELOW"] = str(self._port_below)
+        if "GRPC_DNS_RESOLVER" not in base:
+            env["GRPC_DNS_RESOLVER"] = "native"
+        return env

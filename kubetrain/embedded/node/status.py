@@ -1,0 +1,211 @@
+"""Container and pod status, computed the way the kubelet reports it.
+
+The pod worker keeps one `ContainerStatus` per container and calls `pod_status` to render the
+whole ``status`` it writes through pods/status: phase from the containers (kubelet's
+``getPhase``), the conditions PodReadyToStartContainers, Initialized, ContainersReady, Ready and
+PodScheduled with stable transition times, and per-container state/lastState/restartCount.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonDict = dict[str, Any]
+
+
+def rfc3339(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+@dataclass
+class Terminated:
+    exit_code: int
+    reason: str
+    started_at: float
+    finished_at: float
+    message: str = ""
+    container_id: str = ""
+
+    def render(self) -> JsonDict:
+        out: JsonDict = {
+            "exitCode": self.exit_code,
+            "reason": self.reason,
+            "startedAt": rfc3339(self.started_at),
+            "finishedAt": rfc3339(self.finished_at),
+        }
+        if self.message:
+            out["message"] = self.message
+        if self.container_id:
+            out["containerID"] = self.container_id
+        return out
+
+
+@dataclass
+class ContainerStatus:
+    """What the worker knows about one container; `render` gives the API's ContainerStatus."""
+
+    name: str
+    image: str
+    waiting_reason: str = "ContainerCreating"
+    waiting_message: str = ""
+    running_since: float | None = None
+    terminated: Terminated | None = None
+    last_terminated: Terminated | None = None
+    restart_count: int = 0
+    container_id: str = ""
+
+    def set_waiting(self, reason: str, message: str = "") -> None:
+        self.waiting_reason, self.waiting_message = reason, message
+        self.running_since = None
+        if self.terminated is not None:
+            self.last_terminated, self.terminated = self.terminated, None
+
+    def set_running(self, since: float, container_id: str) -> None:
+        if self.terminated is not None:
+            self.last_terminated, self.terminated = self.terminated, None
+        self.running_since, self.container_id = since, container_id
+        self.waiting_reason = self.waiting_message = ""
+
+    def set_terminated(self, term: Terminated) -> None:
+        self.terminated, self.running_since = term, None
+        self.waiting_reason = self.waiting_message = ""
+
+    @property
+    def state_name(self) -> str:
+        if self.running_since is not None:
+            return "running"
+        return "terminated" if self.terminated is not None else "waiting"
+
+    def render(self) -> JsonDict:
+        state: JsonDict
+        if self.running_since is not None:
+            state = {"running": {"startedAt": rfc3339(self.running_since)}}
+        elif self.terminated is not None:
+            state = {"terminated": self.terminated.render()}
+        else:
+            waiting: JsonDict = {"reason": self.waiting_reason}
+            if self.waiting_message:
+                waiting["message"] = self.waiting_message
+            state = {"waiting": waiting}
+        out: JsonDict = {
+            "name": self.name,
+            "image": self.image,
+            "imageID": "",
+            "state": state,
+            "lastState": {"terminated": self.last_terminated.render()} if self.last_terminated else {},
+            "ready": self.running_since is not None,
+            "restartCount": self.restart_count,
+            "started": self.running_since is not None,
+        }
+        if self.container_id:
+            out["containerID"] = self.container_id
+        return out
+
+
+@dataclass
+class PodState:
+    """Pod-level facts the worker tracks besides its containers."""
+
+    pod_ip: str = ""
+    host_ip: str = ""
+    start_time: float = field(default_factory=time.time)
+    sandbox_ready: bool = False
+    initialized: bool = False
+    reason: str = ""
+    message: str = ""
+    forced_phase: str = ""
+    transitions: dict[str, tuple[str, float]] = field(default_factory=dict)
+
+    def condition(self, kind: str, ok: bool, now: float, reason: str = "") -> JsonDict:
+        status = "True" if ok else "False"
+        prev = self.transitions.get(kind)
+        if prev is None or prev[0] != status:
+            self.transitions[kind] = (status, now)
+        out: JsonDict = {
+            "type": kind,
+            "status": status,
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(self.transitions[kind][1]),
+        }
+        if reason and not ok:
+            out["reason"] = reason
+        return out
+
+
+def phase_of(
+    restart_policy: str, containers: list[ContainerStatus], initialized: bool, init_failed: bool
+) -> str:
+    """kubelet's ``getPhase``: a container waiting to restart counts as stopped, not waiting."""
+    if init_failed:
+        return "Failed"
+    if not initialized:
+        return "Pending"
+    waiting = running = stopped = succeeded = 0
+    for c in containers:
+        if c.state_name == "running":
+            running += 1
+        elif c.state_name == "terminated":
+            stopped += 1
+            succeeded += int(c.terminated is not None and c.terminated.exit_code == 0)
+        elif c.last_terminated is not None:
+            stopped += 1
+        else:
+            waiting += 1
+    if waiting:
+        return "Pending"
+    if running:
+        return "Running"
+    if stopped:
+        if restart_policy == "Always":
+            return "Running"
+        if stopped == succeeded:
+            return "Succeeded"
+        return "Failed" if restart_policy == "Never" else "Running"
+    return "Pending"
+
+
+def pod_status(
+    state: PodState,
+    restart_policy: str,
+    inits: list[ContainerStatus],
+    containers: list[ContainerStatus],
+    init_failed: bool,
+    now: float | None = None,
+) -> JsonDict:
+    now = time.time() if now is None else now
+    phase = state.forced_phase or phase_of(restart_policy, containers, state.initialized, init_failed)
+    all_ready = bool(containers) and all(c.state_name == "running" for c in containers)
+    ready_reason = "PodCompleted" if phase in ("Succeeded", "Failed") else "ContainersNotReady"
+    init_reason = (
+        "PodCompleted"
+        if phase in ("Succeeded", "Failed") and state.initialized
+        else "ContainersNotInitialized"
+    )
+    conditions = [
+        state.condition("PodReadyToStartContainers", state.sandbox_ready, now),
+        state.condition("Initialized", state.initialized, now, init_reason),
+        state.condition("Ready", all_ready, now, ready_reason),
+        state.condition("ContainersReady", all_ready, now, ready_reason),
+        state.condition("PodScheduled", True, now),
+    ]
+    status: JsonDict = {
+        "phase": phase,
+        "conditions": conditions,
+        "hostIP": state.host_ip,
+        "startTime": rfc3339(state.start_time),
+        "containerStatuses": [c.render() for c in containers],
+    }
+    if state.host_ip:
+        status["hostIPs"] = [{"ip": state.host_ip}]
+    if state.pod_ip:
+        status["podIP"] = state.pod_ip
+        status["podIPs"] = [{"ip": state.pod_ip}]
+    if inits:
+        status["initContainerStatuses"] = [c.render() for c in inits]
+    if state.reason:
+        status["reason"] = state.reason
+    if state.message:
+        status["message"] = state.message
+    return status

@@ -1,0 +1,382 @@
+"""The binder of the embedded plane: assigns pending pods to nodes through pods/binding.
+
+It is a small default-scheduler, not a placeholder: pods whose ``schedulerName`` is unset or
+``default-scheduler`` are bound (others are left to their scheduler), in priority then creation
+order, to a Ready node whose free capacity fits the pod's requests. Requests are what the real
+NodeResourcesFit filter uses: the sum over containers (or the largest init container, if larger)
+plus overhead; a container without a CPU request asks for 0, so a 2-core laptop runs a
+3-replica job that sets no requests, while a pod that asks for more than is free stays Pending
+with ``PodScheduled=False``, reason ``Unschedulable``, and the real message (``0/1 nodes are
+available: 1 Insufficient cpu.``), and is bound as soon as capacity frees up.
+
+Gangs are all-or-nothing: pods labelled ``scheduling.x-k8s.io/pod-group=<name>`` (the
+scheduler-plugins coscheduling label) or annotated ``scheduling.k8s.io/group-name=<name>``
+(Volcano) are bound only when ``minMember`` of the group (from its PodGroup object when one
+exists, else every pod of the group that exists) can be placed together, counting members that
+are already bound. That keeps a job's replicas from holding CPUs while waiting for peers that
+cannot start.
+
+Binds are remembered ("assumed") until the watch shows them, so a burst of pods never
+over-commits a node between a bind and its watch event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from .node.informer import Informer
+from .node.kubeapi import ApiError, KubeAPI, core_path, group_path
+from .node.quantity import parse_quantity
+
+log = logging.getLogger(__name__)
+
+JsonDict = dict[str, Any]
+
+DEFAULT_SCHEDULER = "default-scheduler"
+GANG_LABEL = "scheduling.x-k8s.io/pod-group"
+VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
+PODGROUP_APIS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
+RESOURCES = ("cpu", "memory")
+
+
+def _rfc3339(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _quantities(raw: dict[str, Any] | None) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    for key, value in (raw or {}).items():
+        with contextlib.suppress(ValueError):
+            out[key] = parse_quantity(value)
+    return out
+
+
+def container_requests(container: JsonDict) -> dict[str, Fraction]:
+    """Requests, with limits standing in for missing requests (as API defaulting does)."""
+    res = container.get("resources") or {}
+    return {**_quantities(res.get("limits")), **_quantities(res.get("requests"))}
+
+
+def pod_requests(pod: JsonDict) -> dict[str, Fraction]:
+    """What the NodeResourcesFit filter charges: max(sum(containers), max(init)) + overhead."""
+    spec = pod.get("spec") or {}
+    total: dict[str, Fraction] = {}
+    for c in spec.get("containers") or []:
+        for key, value in container_requests(c).items():
+            total[key] = total.get(key, Fraction(0)) + value
+    for c in spec.get("initContainers") or []:
+        for key, value in container_requests(c).items():
+            total[key] = max(total.get(key, Fraction(0)), value)
+    for key, value in _quantities(spec.get("overhead")).items():
+        total[key] = total.get(key, Fraction(0)) + value
+    return total
+
+
+def gang_of(pod: JsonDict) -> str | None:
+    meta = pod.get("metadata") or {}
+    return (meta.get("labels") or {}).get(GANG_LABEL) or (meta.get("annotations") or {}).get(
+        VOLCANO_ANNOTATION
+    )
+
+
+def _is_active(pod: JsonDict) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def _mine(pod: JsonDict) -> bool:
+    return (pod.get("spec") or {}).get("schedulerName") in (None, "", DEFAULT_SCHEDULER)
+
+
+@dataclass
+class NodeView:
+    """A node's free capacity during one scheduling pass."""
+
+    name: str
+    labels: dict[str, str]
+    free: dict[str, Fraction]
+    free_pods: int
+
+    def misfit(self, pod: JsonDict, req: dict[str, Fraction]) -> list[str]:
+        """Why `pod` does not fit here (empty when it fits), in the scheduler's words."""
+        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        if any(self.labels.get(k) != v for k, v in selector.items()):
+            return ["node(s) didn't match Pod's node affinity/selector"]
+        reasons = []
+        if self.free_pods < 1:
+            reasons.append("Too many pods")
+        for key in RESOURCES:
+            if req.get(key, Fraction(0)) > self.free.get(key, Fraction(0)):
+                reasons.append(f"Insufficient {key}")
+        for key, value in req.items():
+            if key not in RESOURCES and value > 0 and value > self.free.get(key, Fraction(0)):
+                reasons.append(f"Insufficient {key}")
+        return reasons
+
+    def take(self, req: dict[str, Fraction]) -> None:
+        for key, value in req.items():
+            self.free[key] = self.free.get(key, Fraction(0)) - value
+        self.free_pods -= 1
+
+
+def unschedulable_message(node_count: int, reasons: Counter[str]) -> str:
+    """``0/N nodes are available: 1 Insufficient cpu, 1 Too many pods.``"""
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+    return (
+        f"0/{node_count} nodes are available: {parts}." if parts else f"0/{node_count} nodes are available."
+    )
+
+
+@dataclass
+class _Pass:
+    nodes: list[NodeView]
+    bind: list[tuple[JsonDict, str]] = field(default_factory=list)
+    reject: list[tuple[JsonDict, str]] = field(default_factory=list)
+
+
+class Binder:
+    """``await binder.start()``; it then binds pods as they appear and capacity frees up."""
+
+    def __init__(self, api: KubeAPI, *, resync_interval: float = 5.0) -> None:
+        self.api = api
+        self.resync_interval = resync_interval
+        self._wake = asyncio.Event()
+        self._assumed: dict[str, str] = {}  # pod uid -> node, until the watch shows the binding
+        self._reported: dict[str, str] = {}  # pod uid -> last Unschedulable message written
+        self._pods = Informer(api, core_path("pods"), self._changed)
+        self._nodes = Informer(api, core_path("nodes"), self._changed)
+        self._groups = [
+            Informer(api, group_path(g, v, "podgroups"), self._changed, optional=True)
+            for g, v in PODGROUP_APIS
+        ]
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        for inf in (self._pods, self._nodes, *self._groups):
+            inf.start()
+        await asyncio.gather(self._pods.synced.wait(), self._nodes.synced.wait())
+        self._task = asyncio.create_task(self._loop(), name="embedded binder")
+        self._wake.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for inf in (self._pods, self._nodes, *self._groups):
+            await inf.stop()
+
+    def _changed(self, kind: str, obj: JsonDict) -> None:
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        if kind == "DELETED" or (obj.get("spec") or {}).get("nodeName"):
+            self._assumed.pop(uid, None)
+        if kind == "DELETED":
+            self._reported.pop(uid, None)
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        while True:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.resync_interval)
+            self._wake.clear()
+            await asyncio.sleep(0.01)  # let a burst of creates land, then place them together
+            try:
+                await self.schedule_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("scheduling pass failed")
+
+    # -- one pass ------------------------------------------------------------------------------
+
+    def _node_views(self, pods: list[JsonDict]) -> list[NodeView]:
+        views: dict[str, NodeView] = {}
+        for node in self._nodes.items.values():
+            spec, status = node.get("spec") or {}, node.get("status") or {}
+            ready = any(
+                c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+            )
+            if not ready or spec.get("unschedulable"):
+                continue
+            alloc = _quantities(status.get("allocatable") or status.get("capacity"))
+            name = (node.get("metadata") or {}).get("name", "")
+            views[name] = NodeView(
+                name,
+                dict((node.get("metadata") or {}).get("labels") or {}),
+                alloc,
+                int(alloc.pop("pods", 110)),
+            )
+        for pod in pods:
+            node_name = (pod.get("spec") or {}).get("nodeName") or self._assumed.get(
+                pod["metadata"].get("uid", "")
+            )
+            if node_name in views and _is_active(pod):
+                views[node_name].take(pod_requests(pod))
+        return sorted(views.values(), key=lambda v: v.name)
+
+    def _min_member(self, namespace: str, group: str, members: int) -> int:
+        for inf in self._groups:
+            obj = inf.items.get(f"{namespace}/{group}")
+            if obj is not None:
+                return int((obj.get("spec") or {}).get("minMember") or 1)
+        return members
+
+    async def schedule_once(self) -> None:
+        pods = list(self._pods.items.values())
+        nodes = self._node_views(pods)
+        pending = [
+            p
+            for p in pods
+            if not (p.get("spec") or {}).get("nodeName")
+            and p["metadata"].get("uid") not in self._assumed
+            and not p["metadata"].get("deletionTimestamp")
+            and _is_active(p)
+            and _mine(p)
+        ]
+        pending.sort(
+            key=lambda p: (
+                -int((p.get("spec") or {}).get("priority") or 0),
+                p["metadata"].get("creationTimestamp", ""),
+            )
+        )
+        plan = _Pass(nodes)
+        gangs: dict[tuple[str, str], list[JsonDict]] = {}
+        for pod in pending:
+            group = gang_of(pod)
+            if group:
+                gangs.setdefault((pod["metadata"].get("namespace", ""), group), []).append(pod)
+            else:
+                self._place(plan, [pod], need=1)
+        for (namespace, group), members in gangs.items():
+            siblings = [
+                p
+                for p in pods
+                if p["metadata"].get("namespace") == namespace and gang_of(p) == group and _is_active(p)
+            ]
+            placed = sum(1 for p in siblings if p not in members)
+            min_member = self._min_member(namespace, group, len(siblings))
+            if placed + len(members) < min_member:
+                msg = (
+                    f"pre-filter pod {members[0]['metadata']['name']} cannot find enough sibling pods, "
+                    f"current pods number: {placed + len(members)}, minMember of group: {min_member}"
+                )
+                plan.reject.extend((p, msg) for p in members)
+                continue
+            self._place(plan, members, need=max(min_member - placed, 0))
+        await self._apply(plan)
+
+    def _place(self, plan: _Pass, members: list[JsonDict], need: int) -> None:
+        """Bind `members` if at least `need` of them fit together; else reject them all."""
+        trial = [NodeView(n.name, n.labels, dict(n.free), n.free_pods) for n in plan.nodes]
+        chosen: list[tuple[JsonDict, str]] = []
+        reasons: Counter[str] = Counter()
+        for pod in members:
+            req = pod_requests(pod)
+            why: Counter[str] = Counter()
+            for view in trial:
+                misfit = view.misfit(pod, req)
+                if not misfit:
+                    view.take(req)
+                    chosen.append((pod, view.name))
+                    break
+                why.update(misfit)
+            else:
+                reasons = reasons or why
+        if len(chosen) >= need and chosen:
+            plan.nodes[:] = trial
+            plan.bind.extend(chosen)
+            unplaced = [p for p in members if all(p is not c for c, _ in chosen)]
+        else:
+            unplaced = members
+        if unplaced:
+            msg = unschedulable_message(len(plan.nodes), reasons or Counter())
+            if len(members) > 1 and len(chosen) < need:
+                msg += f" (gang of {len(members)}: {len(chosen)} of the {need} needed pods fit)"
+            plan.reject.extend((p, msg) for p in unplaced)
+
+    async def _apply(self, plan: _Pass) -> None:
+        for pod, node in plan.bind:
+            meta = pod["metadata"]
+            body = {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {
+                    "name": meta["name"],
+                    "namespace": meta.get("namespace"),
+                    "uid": meta.get("uid"),
+                },
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+            }
+            try:
+                await self.api.create(core_path("pods", meta.get("namespace"), meta["name"], "binding"), body)
+            except ApiError as err:
+                log.debug("binding %s/%s failed: %s", meta.get("namespace"), meta["name"], err)
+                continue
+            self._assumed[meta.get("uid", "")] = node
+            self._reported.pop(meta.get("uid", ""), None)
+            await self._event(
+                pod,
+                "Normal",
+                "Scheduled",
+                f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {node}",
+            )
+        for pod, message in plan.reject:
+            await self._report_unschedulable(pod, message)
+
+    async def _report_unschedulable(self, pod: JsonDict, message: str) -> None:
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        if self._reported.get(uid) == message:
+            return
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": _rfc3339(time.time()),
+        }
+        others = [
+            c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"
+        ]
+        try:
+            await self.api.merge_patch(
+                core_path("pods", meta.get("namespace"), meta["name"], "status"),
+                {"status": {"phase": "Pending", "conditions": [*others, condition]}},
+            )
+        except ApiError as err:
+            log.debug("reporting %s/%s unschedulable failed: %s", meta.get("namespace"), meta["name"], err)
+            return
+        self._reported[uid] = message
+        await self._event(pod, "Warning", "FailedScheduling", message)
+
+    async def _event(self, pod: JsonDict, kind: str, reason: str, message: str) -> None:
+        meta = pod["metadata"]
+        now = _rfc3339(time.time())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta.get("namespace")},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": meta.get("namespace"),
+                "name": meta["name"],
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": DEFAULT_SCHEDULER},
+            "reportingComponent": DEFAULT_SCHEDULER,
+        }
+        with contextlib.suppress(Exception):
+            await self.api.create(core_path("events", meta.get("namespace")), body)
