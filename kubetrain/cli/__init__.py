@@ -1,0 +1,1 @@
+"""The `kubetrain` command: run, up, get, describe, logs, delete, wait, validate, crds."""

@@ -1,0 +1,177 @@
+"""The single-machine plane in one process: API server, CRDs, operator, binder and node agent.
+
+`kubetrain run` and `kubetrain up` both compose it on the current event loop. Start order makes
+each piece find what it needs: the server first, then the CRDs and the operator (its caches
+sync against an empty server), then the binder and the node, which turns bound pods into local
+processes. Stop order is the reverse, node first, so that no pod process outlives the plane.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Any, cast
+
+from kubetrain.api.crds import crd_for
+from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.client.aio import AsyncClient
+from kubetrain.client.errors import KubetrainError
+from kubetrain.embedded.apiserver import EmbeddedAPIServer, LogProvider
+from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
+from kubetrain.embedded.node.network import NetworkMode
+from kubetrain.embedded.scheduler import Binder
+from kubetrain.runtime.config import RuntimeConfig
+from kubetrain.runtime.errors import ApiError
+from kubetrain.runtime.manager import Manager
+from kubetrain.runtime.transport import KubeClient
+
+log = logging.getLogger(__name__)
+
+JsonDict = dict[str, Any]
+
+
+LOCAL_PYTORCH_INIT_TEMPLATE = """
+- name: init-pytorch
+  image: {{.InitContainerImage}}
+  imagePullPolicy: IfNotPresent
+  resources:
+    limits: {cpu: 100m, memory: 20Mi}
+    requests: {cpu: 50m, memory: 10Mi}
+  command:
+  - python
+  - -c
+  - |
+    import socket, sys, time
+    for attempt in range({{.MaxTries}} * 10):
+        try:
+            socket.getaddrinfo("{{.MasterAddr}}", None)
+            sys.exit(0)
+        except OSError:
+            if attempt == 0:
+                print("waiting for master {{.MasterAddr}}", flush=True)
+            time.sleep(0.2)
+    sys.exit(1)
+"""
+"""PyTorch workers' wait-for-master init container, for the local node.
+
+Upstream's template runs `nslookup` in alpine; the local node runs commands on this machine,
+where `nslookup` is often missing and would loop until MaxTries. This one does the same check
+with the Python the node runs (`python` maps to it) through the resolver the node configures,
+polling every 0.2 s (the same total budget as upstream's 2 s x MaxTries) so local jobs start fast.
+"""
+
+
+def crd_manifests() -> list[JsonDict]:
+    """One CRD dict per kind (versions of a kind grouped), as the operator installs them."""
+    grouped: dict[str, list[KindInfo]] = {}
+    for info in KINDS.values():
+        grouped.setdefault(info.crd_name, []).append(info)
+    return [crd_for(infos) for infos in grouped.values()]
+
+
+class PlaneError(KubetrainError):
+    """The local plane cannot start on this machine (missing system library, port in use...)."""
+
+
+class LocalPlane:
+    """`await plane.start()` ... `await plane.stop()`; `plane.url` is the API server's address.
+
+    `working_dir` is where pod processes run when their container sets no `workingDir` (for
+    `kubetrain run`, the job file's directory, so `python train.py` finds the script).
+    """
+
+    def __init__(self, *, port: int = 0, working_dir: Path | None = None, node_name: str = "kubetrain-local",
+                 operator_workers: int = 4, network: NetworkMode = "isolated") -> None:
+        self.port = port
+        self.network: NetworkMode = network
+        self.working_dir = working_dir or Path.cwd()
+        self.node_name = node_name
+        self.operator_workers = operator_workers
+        self.server = EmbeddedAPIServer()
+        self.manager: Manager | None = None
+        self.agent: NodeAgent | None = None
+        self.binder: Binder | None = None
+        self._kube: KubeClient | None = None
+        self._node_api: KubeAPI | None = None
+        self._started = False
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    async def start(self) -> None:
+        try:
+            try:
+                await self.server.start(port=self.port)
+            except OSError as exc:
+                raise PlaneError(f"cannot listen on 127.0.0.1:{self.port}: {exc.strerror or exc} "
+                                 "(pick another --port, or 0 for a free one)") from None
+            self._kube = KubeClient.for_url(self.url, qps=0)
+            config = RuntimeConfig(install_crds=True, workers=self.operator_workers, cache_sync_timeout=30.0,
+                                   pytorch_init_container_template=LOCAL_PYTORCH_INIT_TEMPLATE)
+            self.manager = Manager(self._kube, config, crd_manifests=crd_manifests())
+            await self.manager.start()
+            self._node_api = KubeAPI(self.url)
+            self.binder = Binder(self._node_api)
+            try:
+                self.agent = NodeAgent(self._node_api, NodeConfig(
+                    node_name=self.node_name, working_dir=self.working_dir, network=self.network))
+            except NetworkUnavailable as exc:
+                raise PlaneError(f"cannot start the local node: {exc} (`--network host` runs every pod on "
+                                 "127.0.0.1 instead: single-replica jobs work, replica names do not resolve)"
+                                 ) from None
+            await self.agent.start()
+            # NodeLogProvider satisfies LogProvider at run time; its options protocol declares
+            # writable attributes where the server passes a frozen LogOptions, hence the cast.
+            self.server.log_provider = cast(LogProvider, self.agent.log_provider)
+            await self.binder.start()
+            self._started = True
+        except BaseException:
+            await self.stop()
+            raise
+
+    def client(self, namespace: str = "default") -> AsyncClient:
+        return AsyncClient.for_url(self.url, namespace)
+
+    async def ensure_namespace(self, namespace: str) -> None:
+        assert self._kube is not None
+        try:
+            await self._kube.create(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
+        except ApiError as err:
+            if not err.already_exists and not err.conflict:
+                raise
+
+    def write_kubeconfig(self, path: str | os.PathLike[str], namespace: str = "default") -> Path:
+        return self.server.write_kubeconfig(path, namespace=namespace)
+
+    def pod_pids(self) -> list[int]:
+        return self.agent.pids() if self.agent is not None else []
+
+    async def stop(self) -> None:
+        """Stop the node first (it kills and reaps every pod process), then the rest."""
+        if self.agent is not None:
+            await _quietly(self.agent.stop(), "node agent")
+        if self.binder is not None:
+            await _quietly(self.binder.stop(), "binder")
+        if self.manager is not None:
+            await _quietly(self.manager.stop(drain_timeout=2.0), "operator")
+        if self._node_api is not None:
+            await _quietly(self._node_api.close(), "node client")
+        if self._kube is not None:
+            await _quietly(self._kube.close(), "operator client")
+        with contextlib.suppress(RuntimeError):
+            _ = self.server.url  # raises when the server never started
+            await _quietly(self.server.stop(), "API server")
+        self.agent = self.binder = self.manager = None
+        self._kube = self._node_api = None
+
+
+async def _quietly(coro: Any, what: str) -> None:
+    try:
+        await coro
+    except Exception:
+        log.warning("stopping the %s failed", what, exc_info=True)

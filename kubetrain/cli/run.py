@@ -1,0 +1,194 @@
+"""`kubetrain run FILE`: train on this machine with the same YAML that runs on a cluster.
+
+Validates first (exit 2 before anything heavy starts), then starts the plane in-process, submits
+the job, streams every replica's logs with a `worker-1 | ` prefix and shows the live status.
+Exit 0 when the job Succeeded, 1 when it Failed or timed out, 2 for invalid input, 130/143 after
+SIGINT/SIGTERM -- which delete the job and stop the node, so no pod process survives us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from pathlib import Path
+
+from kubetrain.api.kinds import KindInfo
+from kubetrain.cli.common import SubParsers, err, out, positive_float, run_async
+from kubetrain.cli.plane import LocalPlane
+from kubetrain.cli.prefixer import Prefixer, container_label
+from kubetrain.cli.serve import DEFAULT_KUBECONFIG, add_network_option, serve_until_interrupted
+from kubetrain.cli.signals import Interrupts, first_of
+from kubetrain.cli.status import StatusView
+from kubetrain.client import jobstate
+from kubetrain.client.aio import AsyncClient
+from kubetrain.client.errors import KubetrainError, NotFound
+from kubetrain.client.joblogs import JobLogFollower, Stream
+from kubetrain.client.kinds import resolve_kind
+from kubetrain.client.source import LoadedJob, load_one
+
+EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
+LOG_DRAIN_SECONDS = 5.0
+DELETE_WAIT_SECONDS = 35.0
+
+
+def register(sub: SubParsers) -> None:
+    run = sub.add_parser(
+        "run", help="run a job on this machine (in-process plane), stream its logs, exit with its result",
+        description="Start a local plane in this process, submit FILE, stream the logs of every replica "
+                    "and exit 0 if the job Succeeded, 1 if it Failed, 2 if FILE is invalid. Pods run "
+                    "as local processes in FILE's directory (container images are not run).")
+    run.add_argument("file", metavar="FILE", help="a job YAML/JSON (TFJob, PyTorchJob, XGBoostJob, ...)")
+    run.add_argument("-n", "--namespace", default="default",
+                     help="namespace to run the job in (default: default)")
+    run.add_argument("--timeout", type=positive_float, default=None,
+                     help="fail (exit 1) and delete the job if it has not finished after S seconds")
+    run.add_argument("--keep", action="store_true",
+                     help="after the job finished, keep the plane running (with a kubeconfig written) "
+                          "for `kubetrain get/describe/logs` until Ctrl-C")
+    run.add_argument("--kubeconfig-out", metavar="PATH", default=DEFAULT_KUBECONFIG,
+                     help=f"with --keep: where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})")
+    run.add_argument("--no-status", action="store_true", help="no live status line, only the logs")
+    add_network_option(run)
+    run.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    loaded = load_one(args.file)  # invalid input: exit 2 before starting anything
+    for warning in loaded.warnings:
+        err.print(f"Warning: {warning}", style="yellow", markup=False)
+    info = resolve_kind(loaded.kind)
+    return run_async(JobRun(args, loaded, info).main())
+
+
+class JobRun:
+    """One `kubetrain run` session: plane, job, logs, status, and the exit code."""
+
+    def __init__(self, args: argparse.Namespace, loaded: LoadedJob, info: KindInfo) -> None:
+        self.args = args
+        self.loaded = loaded
+        self.info = info
+        self.name = loaded.name
+        self.namespace = (loaded.raw.get("metadata") or {}).get("namespace") or args.namespace
+        self.prefixer = Prefixer(_expected_labels(loaded, info))
+        self.finished = asyncio.Event()
+        self.deleting = False
+        """True once we delete the job ourselves (Ctrl-C, --timeout): its disappearance is expected."""
+        self.job: dict | None = None
+
+    def emit(self, stream: Stream, line: str) -> None:
+        label = container_label(stream.replica, stream.container, self.info.default_container, stream.init)
+        out.print(self.prefixer.text(label, line), markup=False, highlight=False)
+
+    async def main(self) -> int:
+        working_dir = Path(self.args.file).resolve().parent
+        plane = LocalPlane(working_dir=working_dir, network=self.args.network)
+        async with Interrupts() as interrupts:
+            try:
+                err.print(f"starting the local plane (pods run in {working_dir}) ...",
+                          style="dim", markup=False)
+                await _interruptible(plane.start(), interrupts)
+                if interrupts.first.is_set():
+                    return interrupts.exit_code
+                await plane.ensure_namespace(self.namespace)
+                client = plane.client(self.namespace)
+                try:
+                    return await self._session(plane, client, interrupts)
+                finally:
+                    await client.close()
+            finally:
+                err.print("stopping the local plane ...", style="dim", markup=False)
+                await plane.stop()
+
+    async def _session(self, plane: LocalPlane, client: AsyncClient, interrupts: Interrupts) -> int:
+        await client.create(self.loaded.raw, self.namespace)
+        follower = JobLogFollower(client, self.name, self.emit)
+        status_console = out if out.is_terminal else err
+        view = StatusView(status_console, self.info, self.name, live=False if self.args.no_status else None)
+        tasks = [asyncio.create_task(follower.run(), name="follow logs"),
+                 asyncio.create_task(self._watch(client, view), name="watch job")]
+        try:
+            with view:
+                hit = await first_of(self.finished, interrupts.first, timeout=self.args.timeout)
+            if hit is self.finished:
+                await follower.drain(LOG_DRAIN_SECONDS)
+                code = self._report()
+                if self.args.keep and not interrupts.first.is_set():
+                    await serve_until_interrupted(plane, self.args.kubeconfig_out, self.namespace, interrupts)
+                return code
+            if hit is None:
+                err.print(f"{self.info.singular}/{self.name}: not finished after {self.args.timeout:g}s; "
+                          "deleting it", style="bold red", markup=False)
+            else:
+                err.print(f"interrupted: deleting {self.info.singular}/{self.name} and stopping its pods "
+                          "(again to hurry)", style="yellow", markup=False)
+            await follower.cancel()
+            await self._delete(client, interrupts)
+            return EXIT_FAILED if hit is None else interrupts.exit_code
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, KubetrainError):
+                    await task
+            for problem in follower.errors:
+                err.print(f"log stream problem: {problem}", style="dim", markup=False)
+
+    async def _watch(self, client: AsyncClient, view: StatusView) -> None:
+        try:
+            async for job in client.watch_job(self.info.kind, self.name):
+                self.job = job
+                view.update(job)
+                if jobstate.reached(job, jobstate.FINISHED):
+                    self.finished.set()
+                    return
+        except NotFound:
+            if not self.deleting:
+                err.print(f"{self.info.singular}/{self.name} was deleted by someone else", style="red",
+                          markup=False)
+                self.finished.set()
+
+    def _report(self) -> int:
+        job = self.job or {}
+        if jobstate.reached(job, ("Succeeded",)):
+            err.print(f"{self.info.singular}/{self.name} Succeeded", style="bold green", markup=False)
+            return EXIT_SUCCEEDED
+        message = jobstate.failure_message(job) or "the job was deleted before it finished"
+        err.print(f"{self.info.singular}/{self.name} Failed: {message}", style="bold red", markup=False)
+        return EXIT_FAILED
+
+    async def _delete(self, client: AsyncClient, interrupts: Interrupts) -> None:
+        """Foreground delete: the job goes once its pods went, i.e. once the node killed them."""
+        self.deleting = True
+        try:
+            await client.delete(self.info.kind, self.name)
+            await _interruptible(client.wait_deleted(self.info.kind, self.name, DELETE_WAIT_SECONDS),
+                                 interrupts, hurry=True)
+        except KubetrainError as exc:
+            err.print(f"could not delete the job cleanly ({exc}); stopping the node kills its processes",
+                      style="yellow", markup=False)
+
+
+async def _interruptible(coro: Awaitable[object], interrupts: Interrupts, hurry: bool = False) -> None:
+    """Await `coro` unless a signal (the second one when `hurry`) comes first, then cancel it."""
+    task = asyncio.ensure_future(coro)
+    stop = asyncio.ensure_future((interrupts.second if hurry else interrupts.first).wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+    if task.done():
+        task.result()
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _expected_labels(loaded: LoadedJob, info: KindInfo) -> list[str]:
+    """`master-0`, `worker-0`, `worker-1`... from the spec, so prefixes align from the first line."""
+    labels = []
+    for rtype, replicas in jobstate.desired_replicas(loaded.raw, info).items():
+        labels += [f"{rtype.lower()}-{i}" for i in range(replicas)]
+    return labels

@@ -1,0 +1,289 @@
+"""`AsyncClient`: the job verbs over the Kubernetes API, for asyncio code and the CLI.
+
+Talks only the Kubernetes REST API (through `kubetrain.runtime.transport.KubeClient`), so the
+same client works against `kubetrain up`, the plane `kubetrain run` starts in-process, and any
+real cluster running the operator. Every API failure leaves as a `KubetrainError` subclass with a
+message a user can act on; no `ApiError` or aiohttp exception escapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import aiohttp
+
+from kubetrain.api.kinds import LABEL_JOB_NAME, KindInfo
+from kubetrain.client import jobstate
+from kubetrain.client.describe import render_describe
+from kubetrain.client.errors import (
+    AlreadyExists,
+    ApiFailure,
+    ConfigError,
+    KubetrainError,
+    NotFound,
+    Unreachable,
+    WaitTimeout,
+)
+from kubetrain.client.kinds import all_kinds, resolve_kind
+from kubetrain.client.kubeconfig import resolve
+from kubetrain.client.logstream import stream_pod_log
+from kubetrain.client.source import JobSource, load_one
+from kubetrain.runtime.errors import ApiError
+from kubetrain.runtime.transport import KubeClient
+
+JsonDict = dict[str, Any]
+JsonList = list[JsonDict]
+FOREGROUND = "Foreground"
+BACKGROUND = "Background"
+
+
+def api_failure(err: ApiError, what: str = "", namespace: str = "") -> KubetrainError:
+    """Map a transport error to a client error; `what` is e.g. `pytorchjob "x"`."""
+    if err.connection_error:
+        return Unreachable(f"cannot reach the API server: {err.message or err.reason} "
+                           "(is `kubetrain up` running, and is KUBECONFIG/--kubeconfig right?)")
+    if err.not_found and what:
+        where = f' in namespace "{namespace}"' if namespace else ""
+        return NotFound(f"{what} not found{where}", err.status, err.reason)
+    if err.already_exists:
+        return AlreadyExists(err.message or f"{what} already exists", err.status, err.reason)
+    if err.status in (401, 403):
+        return ApiFailure(f"the API server refused the request ({err.status} {err.reason}): "
+                          f"{err.message} (check the credentials of your kubeconfig context)",
+                          err.status, err.reason)
+    text = err.message or err.reason or f"HTTP {err.status}"
+    return ApiFailure(f"API error {err.status} {err.reason}: {text}".rstrip(": "), err.status, err.reason)
+
+
+class AsyncClient:
+    """Job verbs for one namespace. Use `await AsyncClient.connect(...)` or wrap a KubeClient.
+
+    `delete` uses Foreground propagation by default: the job stays visible (with a
+    deletionTimestamp) until the garbage collector has removed its pods, so "the job is gone"
+    means "its processes are gone" — what Ctrl-C in `kubetrain run` and scripts that delete and
+    re-create a job of the same name need. Pass `propagation="Background"` for kubectl's default.
+    """
+
+    def __init__(self, kube: KubeClient, namespace: str = "default") -> None:
+        self.kube = kube
+        self.namespace = namespace
+
+    @classmethod
+    async def connect(cls, kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None,
+                      namespace: str | None = None) -> AsyncClient:
+        """From a kubeconfig (default $KUBECONFIG, then ~/.kube/config) and its current context."""
+        target = resolve(kubeconfig, context, namespace)
+        try:
+            kube = await KubeClient.from_kubeconfig(target.path, target.context, max_attempts=3)
+        except Exception as exc:  # kubernetes_asyncio raises ConfigException, ValueError, OSError...
+            raise ConfigError(f"cannot load context {target.context!r} of kubeconfig {target.path}: "
+                              f"{exc}") from None
+        return cls(kube, target.namespace)
+
+    @classmethod
+    def for_url(cls, url: str, namespace: str = "default") -> AsyncClient:
+        """An unauthenticated client for a plain-HTTP server (the in-process embedded plane)."""
+        return cls(KubeClient.for_url(url, qps=0, max_attempts=3), namespace)
+
+    async def close(self) -> None:
+        await self.kube.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    async def create(self, job: JobSource, namespace: str | None = None) -> JsonDict:
+        """Validate locally (raises `ValidationError`), then create; returns the stored job."""
+        loaded = load_one(job)
+        raw = loaded.raw
+        info = resolve_kind(loaded.kind)
+        ns = (raw.get("metadata") or {}).get("namespace") or namespace or self.namespace
+        what = f'{info.singular} "{loaded.name}"'
+        try:
+            return await self.kube.create(raw, namespace=ns)
+        except ApiError as err:
+            if err.already_exists:
+                raise AlreadyExists(f'{what} already exists in namespace "{ns}" (delete it first: '
+                                    f"kubetrain delete {info.singular} {loaded.name})", err.status) from None
+            raise api_failure(err, what, ns) from None
+
+    async def get(self, kind: str, name: str) -> JsonDict:
+        info = resolve_kind(kind)
+        try:
+            return await self.kube.get(info.api_version, info.plural, self.namespace, name)
+        except ApiError as err:
+            raise api_failure(err, f'{info.singular} "{name}"', self.namespace) from None
+
+    async def list(self, kind: str | None = None) -> JsonList:
+        """Jobs of one kind, or of every kubeflow kind (kinds whose CRD is missing are skipped)."""
+        infos = [resolve_kind(kind)] if kind else all_kinds()
+        results = await asyncio.gather(*(self._list_kind(i, kind is None) for i in infos))
+        return [job for jobs in results for job in jobs]
+
+    async def _list_kind(self, info: KindInfo, tolerate_missing: bool) -> JsonList:
+        try:
+            items, _ = await self.kube.list(info.api_version, info.plural, self.namespace)
+        except ApiError as err:
+            if err.not_found and tolerate_missing:
+                return []
+            if err.not_found:
+                raise NotFound(f"the server does not serve {info.plural}.{info.group} (is the CRD "
+                               "installed? `kubetrain crds --print | kubectl apply -f -`)", 404) from None
+            raise api_failure(err) from None
+        for item in items:  # list items carry no kind/apiVersion on the wire
+            item.setdefault("kind", info.kind)
+            item.setdefault("apiVersion", info.api_version)
+        return sorted(items, key=lambda j: str(j["metadata"].get("name", "")))
+
+    async def delete(self, kind: str, name: str, propagation: str = FOREGROUND) -> JsonDict:
+        info = resolve_kind(kind)
+        try:
+            return await self.kube.delete(info.api_version, info.plural, self.namespace, name,
+                                          propagation_policy=propagation)
+        except ApiError as err:
+            raise api_failure(err, f'{info.singular} "{name}"', self.namespace) from None
+
+    async def wait_deleted(self, kind: str, name: str, timeout: float | None = None) -> None:
+        """Until the job object is gone (with Foreground deletion: until its pods are gone too)."""
+        async def gone() -> None:
+            while True:
+                try:
+                    await self.get(kind, name)
+                except NotFound:
+                    return
+                await asyncio.sleep(0.1)
+
+        try:
+            await asyncio.wait_for(gone(), timeout)
+        except TimeoutError:
+            singular = resolve_kind(kind).singular
+            raise WaitTimeout(f'{singular} "{name}" still exists after {timeout:g}s') from None
+
+    async def watch_job(self, kind: str, name: str) -> AsyncIterator[JsonDict]:
+        """The job now, then every new version of it; ends with NotFound when it is deleted."""
+        info = resolve_kind(kind)
+        while True:
+            job = await self.get(kind, name)
+            yield job
+            rv = job["metadata"].get("resourceVersion")
+            try:
+                async for event in self.kube.watch(
+                    info.api_version, info.plural, self.namespace, resource_version=rv,
+                    field_selector=f"metadata.name={name}", timeout_seconds=300,
+                ):
+                    etype, obj = event.get("type"), event.get("object") or {}
+                    if etype == "DELETED":
+                        raise NotFound(f'{info.singular} "{name}" was deleted', 404)
+                    if etype in ("ADDED", "MODIFIED"):
+                        yield obj
+                    elif etype == "ERROR":
+                        break  # 410 Gone and friends: re-get and watch again
+            except ApiError as err:
+                if not err.connection_error:
+                    raise api_failure(err, f'{info.singular} "{name}"', self.namespace) from None
+                await asyncio.sleep(0.5)
+
+    async def wait(self, kind: str, name: str, for_: Sequence[str] = jobstate.FINISHED,
+                   timeout: float | None = None) -> JsonDict:
+        """Block until one of the conditions in `for_` is True; returns the job at that moment."""
+        wanted = tuple(for_)
+        info = resolve_kind(kind)
+
+        async def until() -> JsonDict:
+            async for job in self.watch_job(kind, name):
+                if jobstate.reached(job, wanted):
+                    return job
+            raise AssertionError("watch_job never ends without raising")
+
+        try:
+            return await asyncio.wait_for(until(), timeout)
+        except TimeoutError:
+            raise WaitTimeout(f'{info.singular} "{name}" did not reach {" or ".join(wanted)} '
+                              f"within {timeout:g}s") from None
+
+    # -- pods, logs, events ------------------------------------------------------------------
+
+    async def pods(self, kind: str, name: str) -> JsonList:
+        """The job's pods (label `training.kubeflow.org/job-name=<name>`), by replica type and index."""
+        resolve_kind(kind)
+        try:
+            items, _ = await self.kube.list("v1", "pods", self.namespace,
+                                            label_selector=f"{LABEL_JOB_NAME}={name}")
+        except ApiError as err:
+            raise api_failure(err) from None
+        return sorted(items, key=jobstate.replica_sort_key)
+
+    async def watch_pods(self, name: str, on_listed: Callable[[], None] | None = None
+                         ) -> AsyncIterator[tuple[str, JsonDict]]:
+        """`(type, pod)` for the job's pods: ADDED for each existing one, then every change.
+
+        Reconnects (and relists, reporting every pod again as ADDED) when the watch drops, so a
+        consumer must treat events as "the pod now looks like this" -- level-triggered.
+        """
+        selector = f"{LABEL_JOB_NAME}={name}"
+        while True:
+            try:
+                items, rv = await self.kube.list("v1", "pods", self.namespace, label_selector=selector)
+                for pod in items:
+                    yield "ADDED", pod
+                if on_listed is not None:
+                    on_listed()
+                async for event in self.kube.watch("v1", "pods", self.namespace, resource_version=rv,
+                                                   label_selector=selector, timeout_seconds=300):
+                    etype, obj = str(event.get("type")), event.get("object") or {}
+                    if etype in ("ADDED", "MODIFIED", "DELETED"):
+                        yield etype, obj
+                    elif etype == "ERROR":
+                        break
+            except ApiError as err:
+                if not err.connection_error:
+                    raise api_failure(err) from None
+                await asyncio.sleep(0.5)
+
+    async def get_pod(self, name: str) -> JsonDict:
+        try:
+            return await self.kube.get("v1", "pods", self.namespace, name)
+        except ApiError as err:
+            raise api_failure(err, f'pod "{name}"', self.namespace) from None
+
+    async def logs(self, pod: str, container: str | None = None, *, follow: bool = False,
+                   tail: int | None = None, timestamps: bool = False, previous: bool = False
+                   ) -> AsyncIterator[str]:
+        """The pod's log lines (without the trailing newline); `follow` streams until it ends."""
+        try:
+            async for line in stream_pod_log(self.kube.configuration, self.namespace, pod, container,
+                                             follow=follow, tail=tail, timestamps=timestamps,
+                                             previous=previous):
+                yield line
+        except ApiError as err:
+            raise api_failure(err, f'pod "{pod}"', self.namespace) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise Unreachable(f"the log stream of pod {pod!r} broke: {exc}") from None
+
+    async def events(self, kind: str, name: str) -> JsonList:
+        """Events about the job, oldest first (what `describe` shows at the bottom)."""
+        info = resolve_kind(kind)
+        selector = f"involvedObject.kind={info.kind},involvedObject.name={name}"
+        try:
+            items, _ = await self.kube.list("v1", "events", self.namespace, field_selector=selector)
+        except ApiError as err:
+            raise api_failure(err) from None
+        return sorted(items, key=_event_time)
+
+    async def describe(self, kind: str, name: str) -> str:
+        info = resolve_kind(kind)
+        job = await self.get(kind, name)
+        pods, events = await asyncio.gather(self.pods(kind, name), self.events(kind, name))
+        return render_describe(info, job, pods, events)
+
+
+def _event_time(event: JsonDict) -> str:
+    return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+               or (event.get("metadata") or {}).get("creationTimestamp") or "")

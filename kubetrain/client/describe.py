@@ -1,0 +1,126 @@
+"""`describe`: a kubectl-describe-like text view of a job, its pods and its events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+from kubetrain.api.kinds import KindInfo
+from kubetrain.client import jobstate
+
+JsonDict = dict[str, Any]
+COUNTED = ("active", "succeeded", "failed")
+
+
+def age(timestamp: str | None, now: datetime | None = None) -> str:
+    """kubectl's HumanDuration: `45s`, `3m12s`, `125m`, `5h10m`, `30h`, `3d4h`, `45d`."""
+    if not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    seconds = int(max(0.0, ((now or datetime.now(UTC)) - then).total_seconds()))
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        return _pair(minutes, "m", seconds % 60, "s")
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        return _pair(hours, "h", minutes % 60, "m")
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return _pair(hours // 24, "d", hours % 24, "h")
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    years, days = divmod(hours // 24, 365)
+    return _pair(years, "y", days, "d") if years < 8 else f"{years}y"
+
+
+def _pair(major: int, major_unit: str, minor: int, minor_unit: str) -> str:
+    return f"{major}{major_unit}{minor}{minor_unit}" if minor else f"{major}{major_unit}"
+
+
+def pod_status(pod: JsonDict) -> str:
+    """kubectl's STATUS column: a waiting/terminated reason if any, else the phase."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if meta.get("deletionTimestamp"):
+        return "Terminating"
+    for cs in status.get("containerStatuses") or ():
+        st = cs.get("state") or {}
+        for key in ("waiting", "terminated"):
+            reason = (st.get(key) or {}).get("reason")
+            if reason:
+                return str(reason)
+    return str(status.get("phase") or "Pending")
+
+
+def restarts(pod: JsonDict) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    return sum(int(cs.get("restartCount") or 0) for cs in statuses)
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "\n".join(pad + line if line else line for line in text.splitlines())
+
+
+def _section(title: str, rows: Iterable[str]) -> list[str]:
+    body = list(rows)
+    return [f"{title}:", *(body or ["  <none>"])]
+
+
+def render_describe(info: KindInfo, job: JsonDict, pods: list[JsonDict], events: list[JsonDict],
+                    now: datetime | None = None) -> str:
+    meta, status = job.get("metadata") or {}, job.get("status") or {}
+    lines = [
+        f"Name:          {meta.get('name', '')}",
+        f"Namespace:     {meta.get('namespace', '')}",
+        f"Kind:          {info.kind} ({info.api_version})",
+        f"State:         {jobstate.state(job) or 'Pending'}",
+        f"Created:       {meta.get('creationTimestamp', '')} ({age(meta.get('creationTimestamp'), now)} ago)",
+    ]
+    if meta.get("deletionTimestamp"):
+        lines.append(f"Deleting:      since {meta['deletionTimestamp']}")
+    for key, label in (("startTime", "Started"), ("completionTime", "Completed")):
+        if status.get(key):
+            lines.append(f"{label + ':':<15}{status[key]}")
+    labels = meta.get("labels") or {}
+    lines.append("Labels:        " + (", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"))
+    lines.append("")
+    desired = jobstate.desired_replicas(job, info)
+    counts = jobstate.replica_counts(job)
+    lines += _section("Replicas", (
+        f"  {rtype:<12} desired {want}  "
+        + "  ".join(f"{what} {counts.get(rtype, {}).get(what, 0)}" for what in COUNTED)
+        for rtype, want in desired.items()
+    ))
+    run_policy = (job.get("spec") or {}).get("runPolicy")
+    if run_policy:
+        lines += ["Run Policy:", _indent(yaml.safe_dump(run_policy, sort_keys=True).rstrip(), 2)]
+    lines.append("")
+    lines += _section("Conditions", (
+        f"  {c.get('type', ''):<11} {c.get('status', ''):<6} {c.get('reason', '')}: {c.get('message', '')}"
+        for c in jobstate.conditions(job)
+    ))
+    lines.append("")
+    lines += _section("Pods", (
+        f"  {p['metadata'].get('name', ''):<40} {pod_status(p):<18} restarts {restarts(p)}  "
+        f"{age(p['metadata'].get('creationTimestamp'), now)}"
+        for p in pods
+    ))
+    lines.append("")
+    lines += _section("Events", (
+        f"  {e.get('type', ''):<8} {e.get('reason', ''):<28} "
+        f"{age(e.get('lastTimestamp') or e.get('eventTime') or e.get('firstTimestamp'), now):>6}  "
+        f"{e.get('message', '')}" + (f" (x{e['count']})" if int(e.get("count") or 1) > 1 else "")
+        for e in events
+    ))
+    return "\n".join(lines) + "\n"

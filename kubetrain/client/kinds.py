@@ -1,0 +1,36 @@
+"""Kind-name resolution: what users type (`tfjob`, `TFJobs`, `pytorchjobs.kubeflow.org`) -> KindInfo.
+
+kubectl accepts the kind, the plural, the singular and short names in any case, optionally
+qualified by the group; users expect the same of us, so we accept exactly those forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.client.errors import UnknownKind
+
+
+def _names(info: KindInfo) -> Iterable[str]:
+    yield info.kind
+    yield info.plural
+    yield info.singular
+    yield from info.short_names
+
+
+def resolve_kind(name: str, kinds: Mapping[str, KindInfo] | None = None) -> KindInfo:
+    """The KindInfo for a user-typed kind name; raises `UnknownKind` listing the valid names."""
+    registry = KINDS if kinds is None else kinds
+    text = name.strip().lower()
+    for info in registry.values():
+        qualified = f".{info.group}"
+        candidate = text[: -len(qualified)] if text.endswith(qualified) else text
+        if candidate in {n.lower() for n in _names(info)}:
+            return info
+    raise UnknownKind(name, [info.singular for info in registry.values()])
+
+
+def all_kinds(kinds: Mapping[str, KindInfo] | None = None) -> list[KindInfo]:
+    """Every job kind, in registry order (what `list(kind=None)` and `kubetrain get` cover)."""
+    return list((KINDS if kinds is None else kinds).values())

@@ -1,0 +1,103 @@
+"""Turn what a user hands to `create` (a dict, a path, YAML text, a parsed job) into raw job dicts.
+
+Reading and parsing happen before anything talks to a server, so a typo in a file is reported
+as such (`InvalidInput`, exit code 2) and never as an API error.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubetrain.api.jobs import job_to_dict, load_documents
+from kubetrain.api.types import TrainingJob
+from kubetrain.api.validation import validate_raw_with_warnings
+from kubetrain.client.errors import InvalidInput, ValidationError
+
+JsonDict = dict[str, Any]
+JobSource = JsonDict | TrainingJob | str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class LoadedJob:
+    """One raw job document, where it came from, and the admission warnings it raised."""
+
+    raw: JsonDict
+    source: str
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return str(self.raw.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        return str((self.raw.get("metadata") or {}).get("name", ""))
+
+
+def _looks_like_yaml(text: str) -> bool:
+    return "\n" in text or text.lstrip().startswith(("{", "apiVersion", "kind"))
+
+
+def read_documents(source: JobSource) -> tuple[list[Any], str]:
+    """The parsed documents and a label for messages (the file name, or `<yaml>`/`<dict>`)."""
+    if isinstance(source, TrainingJob):
+        return [job_to_dict(source)], "<job>"
+    if isinstance(source, dict):
+        return [source], "<dict>"
+    if isinstance(source, str) and _looks_like_yaml(source):
+        text, label = source, "<yaml>"
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise InvalidInput(f"{path}: no such file (give the path of a job YAML/JSON file)")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"{path}: cannot read the file: {exc}") from None
+        label = str(path)
+    try:
+        docs = load_documents(text)
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"{label}: not valid YAML: {_yaml_problem(exc)}") from None
+    if not docs:
+        raise InvalidInput(f"{label}: the file holds no document (expected a job such as a PyTorchJob)")
+    return docs, label
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(problem)
+
+
+def load_jobs(source: JobSource) -> list[LoadedJob]:
+    """Every job of the source, each validated like the upstream webhook would.
+
+    Raises `ValidationError` with the field errors of the first invalid document; all documents
+    are checked before any is returned so that nothing is submitted from a half-valid file.
+    """
+    docs, label = read_documents(source)
+    out: list[LoadedJob] = []
+    for index, doc in enumerate(docs):
+        where = label if len(docs) == 1 else f"{label} (document {index + 1})"
+        _, info, result = validate_raw_with_warnings(doc)
+        if result.errors:
+            name = str(((doc.get("metadata") if isinstance(doc, dict) else None) or {}).get("name", ""))
+            raise ValidationError(result.errors, info.kind if info else "", name, where)
+        out.append(LoadedJob(doc, where, tuple(result.warnings)))
+    return out
+
+
+def load_one(source: JobSource) -> LoadedJob:
+    """The single job of a source; a file with several jobs is refused with a clear message."""
+    jobs = load_jobs(source)
+    if len(jobs) != 1:
+        raise InvalidInput(f"{jobs[0].source.split(' (')[0]}: holds {len(jobs)} jobs; give one job per file")
+    return jobs[0]

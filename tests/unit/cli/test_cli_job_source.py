@@ -1,0 +1,77 @@
+"""Reading and validating job input before anything talks to a server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from cli_builders import pytorchjob
+
+from kubetrain.api.jobs import parse_job
+from kubetrain.client.errors import EXIT_INVALID, InvalidInput, ValidationError
+from kubetrain.client.source import load_jobs, load_one
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_dict_yaml_text_path_and_parsed_job(tmp_path: Path) -> None:
+    raw = pytorchjob()
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    job, _, _ = parse_job(raw)
+    assert job is not None
+    for source in (raw, yaml.safe_dump(raw), str(path), path, job):
+        loaded = load_one(source)
+        assert (loaded.kind, loaded.name) == ("PyTorchJob", "tiny")
+    assert load_one(path).source == str(path)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(InvalidInput, match="no such file"):
+        load_one("/nonexistent/job.yaml")
+
+
+def test_yaml_syntax_error_names_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("kind: PyTorchJob\nmetadata: {name: x\n")
+    with pytest.raises(InvalidInput, match=r"not valid YAML: .*line \d+"):
+        load_one(path)
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("---\n")
+    with pytest.raises(InvalidInput, match="no document"):
+        load_one(path)
+
+
+def test_validation_error_carries_field_errors() -> None:
+    raw = pytorchjob()
+    raw["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
+    with pytest.raises(ValidationError) as exc:
+        load_one(raw)
+    err = exc.value
+    assert err.exit_code == EXIT_INVALID
+    assert [e.field for e in err.errors] == ["spec.pytorchReplicaSpecs[Master].replicas"]
+    assert 'PyTorchJob.kubeflow.org "tiny" is invalid' in str(err)
+    assert "spec.pytorchReplicaSpecs[Master].replicas: Forbidden" in str(err)
+
+
+def test_unknown_kind_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError, match='kind: Unsupported value: "Pod"'):
+        load_one({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+
+
+def test_multi_document_file(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump_all([pytorchjob("a"), pytorchjob("b")]))
+    assert [j.name for j in load_jobs(path)] == ["a", "b"]
+    with pytest.raises(InvalidInput, match="holds 2 jobs"):
+        load_one(path)
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "examples" / "invalid").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_invalid_example_is_refused(path: Path) -> None:
+    with pytest.raises((ValidationError, InvalidInput)):
+        load_jobs(path)
