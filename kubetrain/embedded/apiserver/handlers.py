@@ -555,8 +555,8 @@ class APIHandler:
             return web.Response(body=b"".join(parts), content_type="text/plain")
         resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
         resp.enable_chunked_encoding()
-        await resp.prepare(request)
         try:
+            await resp.prepare(request)
             await resp.write(first)
             async for chunk in chunks:
                 await resp.write(chunk)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import re
 import time
 from typing import Any
 
@@ -49,14 +50,38 @@ def _age(obj: dict[str, Any]) -> str:
     return human_duration(time.time() - created)
 
 
+_STEP = re.compile(r"([^.\[\]]*)((?:\[[^\]]*\])*)")
+
+
+def _index(values: list[Any], selector: str) -> list[Any]:
+    """Apply one `[i]` or `[a:b]` selector (the JSONPath subset CRD printer columns use)."""
+    out: list[Any] = []
+    for value in values:
+        if not isinstance(value, list):
+            continue
+        if ":" in selector:
+            start, _, stop = selector.partition(":")
+            out.extend(value[int(start) if start else None : int(stop) if stop else None])
+        elif selector.lstrip("-").isdigit() and -len(value) <= int(selector) < len(value):
+            out.append(value[int(selector)])
+    return out
+
+
 def _jsonpath(obj: Any, path: str) -> Any:
-    cur = obj
+    """Evaluate `.a.b[0].c` or `.a[-1:].b` as kubectl prints: one match gives the value, several a list."""
+    values = [obj]
     for part in path.lstrip(".").split("."):
-        if isinstance(cur, dict):
-            cur = cur.get(part)
-        else:
+        match = _STEP.fullmatch(part)
+        if match is None:
             return None
-    return cur
+        name, selectors = match.groups()
+        if name:
+            values = [v.get(name) for v in values if isinstance(v, dict) and v.get(name) is not None]
+        for selector in re.findall(r"\[([^\]]*)\]", selectors):
+            values = _index(values, selector)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
 
 
 def _pod_cells(pod: dict[str, Any]) -> list[Any]:

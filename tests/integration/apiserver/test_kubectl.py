@@ -8,9 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .helpers import Http, install_widget_crd
 
+REPO = Path(__file__).resolve().parents[3]
 KUBECTL = shutil.which("kubectl")
 if KUBECTL is None and os.environ.get("CI") != "true":
     pytest.skip("kubectl is not installed", allow_module_level=True)
@@ -71,3 +73,36 @@ async def test_kubectl_custom_resources(kubeconfig: Path, http: Http) -> None:
     assert code == 0, out
     code, out = await kubectl(kubeconfig, "get", "widget", "w", "-o", "jsonpath={.spec.replicas}")
     assert out == "4"
+
+
+async def test_kubectl_prints_the_last_condition_as_state(kubeconfig: Path, http: Http) -> None:
+    """The kubeflow CRDs' `State` column is `.status.conditions[-1:].type` (a JSONPath slice)."""
+    crd = yaml.safe_load((REPO / "manifests/crds/kubeflow.org_tfjobs.yaml").read_text())
+    status, body, _ = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert status == 201, body
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "tj"},
+        "spec": {
+            "tfReplicaSpecs": {
+                "Worker": {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}}
+            }
+        },
+    }
+    path = "/apis/kubeflow.org/v1/namespaces/default/tfjobs"
+    for _ in range(50):  # the CRD becomes served asynchronously
+        status, body, _ = await http.post(path, job)
+        if status != 404:
+            break
+        await asyncio.sleep(0.05)
+    assert status == 201, body
+    body["status"] = {
+        "conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]
+    }
+    status, body, _ = await http.put(f"{path}/tj/status", body)
+    assert status == 200, body
+    code, out = await kubectl(kubeconfig, "get", "tfjobs")
+    assert (
+        code == 0 and out.split()[:3] == ["NAME", "STATE", "AGE"] and out.split()[3:5] == ["tj", "Running"]
+    ), out
