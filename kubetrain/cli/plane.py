@@ -12,13 +12,13 @@ import contextlib
 import logging
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from kubetrain.api.crds import crd_for
 from kubetrain.api.kinds import KINDS, KindInfo
 from kubetrain.client.aio import AsyncClient
 from kubetrain.client.errors import KubetrainError
-from kubetrain.embedded.apiserver import EmbeddedAPIServer, LogProvider
+from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.scheduler import Binder
@@ -123,9 +123,7 @@ class LocalPlane:
                                  "127.0.0.1 instead: single-replica jobs work, replica names do not resolve)"
                                  ) from None
             await self.agent.start()
-            # NodeLogProvider satisfies LogProvider at run time; its options protocol declares
-            # writable attributes where the server passes a frozen LogOptions, hence the cast.
-            self.server.log_provider = cast(LogProvider, self.agent.log_provider)
+            self.server.log_provider = self.agent.log_provider
             await self.binder.start()
             self._started = True
         except BaseException:
