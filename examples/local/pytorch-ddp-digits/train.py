@@ -63,11 +63,12 @@ def main() -> int:
         dist.all_reduce(mean)  # the loss over all ranks
         last_loss = mean.item() / world
         first_loss = first_loss or last_loss
-        print(f"rank {rank}: epoch {epoch + 1}/{args.epochs} local_loss={total / batches:.4f} "
-              f"global_loss={last_loss:.4f}")
+        print(
+            f"rank {rank}: epoch {epoch + 1}/{args.epochs} local_loss={total / batches:.4f} "
+            f"global_loss={last_loss:.4f}"
+        )
 
-    checksum = torch.tensor([sum(p.double().sum().item() for p in model.parameters())],
-                            dtype=torch.float64)
+    checksum = torch.tensor([sum(p.double().sum().item() for p in model.parameters())], dtype=torch.float64)
     sums = [torch.zeros(1, dtype=torch.float64) for _ in range(world)]
     dist.all_gather(sums, checksum)
     identical = all(torch.equal(s, sums[0]) for s in sums)
@@ -78,8 +79,10 @@ def main() -> int:
         with torch.no_grad():
             pred = model(x_all[test_idx]).argmax(dim=1)
         acc = (pred == y_all[test_idx]).float().mean().item()
-        print(f"rank 0: final loss {last_loss:.4f} (first epoch {first_loss:.4f}), "
-              f"test accuracy {acc:.3f}, world size {world}")
+        print(
+            f"rank 0: final loss {last_loss:.4f} (first epoch {first_loss:.4f}), "
+            f"test accuracy {acc:.3f}, world size {world}"
+        )
     dist.destroy_process_group()
     if not ok:
         print(f"rank {rank}: FAILED (identical={identical}, loss {first_loss:.4f} -> {last_loss:.4f})")

@@ -17,9 +17,9 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
+import numpy as np
+import tensorflow as tf
+from sklearn.datasets import load_digits
 
 
 def main() -> int:
@@ -47,21 +47,26 @@ def main() -> int:
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     local_batch = args.batch_size // workers
-    dataset = (tf.data.Dataset.from_tensor_slices((x[shard], y[shard]))
-               .shuffle(len(shard), seed=index).batch(local_batch, drop_remainder=True)
-               .repeat().with_options(options))
+    dataset = (
+        tf.data.Dataset.from_tensor_slices((x[shard], y[shard]))
+        .shuffle(len(shard), seed=index)
+        .batch(local_batch, drop_remainder=True)
+        .repeat()
+        .with_options(options)
+    )
     steps = per_worker // local_batch
 
     with strategy.scope():
         tf.keras.utils.set_random_seed(0)
-        model = tf.keras.Sequential([
-            tf.keras.Input(shape=(64,)),
-            tf.keras.layers.Dense(64, activation="relu"),
-            tf.keras.layers.Dense(10),
-        ])
+        model = tf.keras.Sequential(
+            [
+                tf.keras.Input(shape=(64,)),
+                tf.keras.layers.Dense(64, activation="relu"),
+                tf.keras.layers.Dense(10),
+            ]
+        )
         optimizer = tf.keras.optimizers.SGD(0.1, momentum=0.9)
-    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
-        from_logits=True, reduction="none")
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
     @tf.function
     def train_step(iterator: tf.distribute.DistributedIterator) -> tf.Tensor:
@@ -70,7 +75,7 @@ def main() -> int:
                 per_example = loss_fn(labels, model(features, training=True))
                 loss = tf.nn.compute_average_loss(per_example, global_batch_size=args.batch_size)
             grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduced
+            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))  # all-reduced
             return loss
 
         per_replica = strategy.run(step, args=next(iterator))
@@ -81,8 +86,7 @@ def main() -> int:
     for epoch in range(args.epochs):
         total = sum(float(train_step(iterator)) for _ in range(steps))
         losses.append(total / steps)
-        print(f"worker {index}: epoch {epoch + 1}/{args.epochs} global_loss={losses[-1]:.4f}",
-              flush=True)
+        print(f"worker {index}: epoch {epoch + 1}/{args.epochs} global_loss={losses[-1]:.4f}", flush=True)
 
     @tf.function
     def checksums() -> tuple[tf.Tensor, tf.Tensor]:
@@ -98,9 +102,11 @@ def main() -> int:
     identical = abs(total - workers * checksum) <= 1e-9 * max(1.0, abs(total))
     logits = model(x[test], training=False)
     accuracy = float(np.mean(np.argmax(np.asarray(logits), axis=1) == y[test]))
-    print(f"worker {index}: weight checksum {checksum:.8f} identical_on_all_workers={identical} "
-          f"final loss {losses[-1]:.4f} (first epoch {losses[0]:.4f}) test accuracy {accuracy:.3f}",
-          flush=True)
+    print(
+        f"worker {index}: weight checksum {checksum:.8f} identical_on_all_workers={identical} "
+        f"final loss {losses[-1]:.4f} (first epoch {losses[0]:.4f}) test accuracy {accuracy:.3f}",
+        flush=True,
+    )
     ok = identical and losses[-1] < losses[0]
     if not ok:
         print(f"worker {index}: FAILED", flush=True)

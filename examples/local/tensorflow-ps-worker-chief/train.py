@@ -29,9 +29,9 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
+import numpy as np
+import tensorflow as tf
+from sklearn.datasets import load_digits
 
 
 def digits() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -74,11 +74,14 @@ def serve(cluster: tf.train.ClusterSpec, role: str, index: int, chief: str, grac
 
 def coordinate(cluster: tf.train.ClusterSpec, model_dir: Path, steps: int, with_evaluator: bool) -> int:
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
-        cluster, task_type="chief", task_id=0, rpc_layer="grpc")
+        cluster, task_type="chief", task_id=0, rpc_layer="grpc"
+    )
     strategy = tf.distribute.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    print(f"chief: connected to {cluster.num_tasks('worker')} workers and {cluster.num_tasks('ps')} ps",
-          flush=True)
+    print(
+        f"chief: connected to {cluster.num_tasks('worker')} workers and {cluster.num_tasks('ps')} ps",
+        flush=True,
+    )
     x, y, x_test, y_test = digits()
 
     with strategy.scope():
@@ -99,7 +102,7 @@ def coordinate(cluster: tf.train.ClusterSpec, model_dir: Path, steps: int, with_
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, model(features)))
             grads = tape.gradient(loss, [model.w, model.b])
-            optimizer.apply_gradients(zip(grads, [model.w, model.b]))
+            optimizer.apply_gradients(zip(grads, [model.w, model.b], strict=True))
             step_counter.assign_add(1)
             return loss
 
@@ -111,16 +114,21 @@ def coordinate(cluster: tf.train.ClusterSpec, model_dir: Path, steps: int, with_
         coordinator.join()
         loss = float(np.mean([r.fetch() for r in losses]))
         first = first if first is not None else loss
-        print(f"chief: steps {start + 50}/{steps} (executed on workers: {int(step_counter.numpy())}) "
-              f"loss={loss:.4f}", flush=True)
+        print(
+            f"chief: steps {start + 50}/{steps} (executed on workers: {int(step_counter.numpy())}) "
+            f"loss={loss:.4f}",
+            flush=True,
+        )
 
     accuracy = float(np.mean(np.argmax(model(x_test).numpy(), axis=1) == y_test))
     model_dir.mkdir(parents=True, exist_ok=True)
     (model_dir / "EVALUATED").unlink(missing_ok=True)
     path = tf.train.Checkpoint(w=model.w, b=model.b).write(str(model_dir / "final"))
     (model_dir / "DONE").write_text(path)
-    print(f"chief: final loss {loss:.4f} (first {first:.4f}), test accuracy {accuracy:.3f}, "
-          f"checkpoint {path}", flush=True)
+    print(
+        f"chief: final loss {loss:.4f} (first {first:.4f}), test accuracy {accuracy:.3f}, checkpoint {path}",
+        flush=True,
+    )
     if with_evaluator:  # the job ends with the chief: give the evaluator time to report first
         evaluated, deadline = model_dir / "EVALUATED", time.time() + 60
         while not evaluated.exists() and time.time() < deadline:

@@ -38,30 +38,49 @@ def main() -> int:
 
     x, y = load_iris(return_X_y=True)
     x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.3, random_state=0, stratify=y)
-    with collective.CommunicatorContext(dmlc_communicator="rabit", dmlc_tracker_uri=addr,
-                                        dmlc_tracker_port=port, dmlc_task_id=f"{rank:04d}",
-                                        dmlc_retry=20, dmlc_timeout=120):
+    with collective.CommunicatorContext(
+        dmlc_communicator="rabit",
+        dmlc_tracker_uri=addr,
+        dmlc_tracker_port=port,
+        dmlc_task_id=f"{rank:04d}",
+        dmlc_retry=20,
+        dmlc_timeout=120,
+    ):
         me, n = collective.get_rank(), collective.get_world_size()
         print(f"rank {rank}: joined the collective as {me}/{n} via {addr}:{port}", flush=True)
         shard = slice(me, None, n)
         dtrain = xgb.DMatrix(x_train[shard], label=y_train[shard])
-        params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "eta": 0.3,
-                  "tree_method": "hist", "nthread": 1}
+        params = {
+            "objective": "multi:softprob",
+            "num_class": 3,
+            "max_depth": 3,
+            "eta": 0.3,
+            "tree_method": "hist",
+            "nthread": 1,
+        }
         evals_result: dict[str, dict[str, list[float]]] = {}
-        booster = xgb.train(params, dtrain, num_boost_round=args.rounds, evals=[(dtrain, "train")],
-                            evals_result=evals_result, verbose_eval=5)  # prints on rank 0 only
+        booster = xgb.train(
+            params,
+            dtrain,
+            num_boost_round=args.rounds,
+            evals=[(dtrain, "train")],
+            evals_result=evals_result,
+            verbose_eval=5,
+        )  # prints on rank 0 only
         loss = evals_result["train"]["mlogloss"]
         digest = hashlib.sha256(booster.save_raw("json")).hexdigest()[:16]
         same = collective.broadcast(digest, 0) == digest
-        print(f"rank {rank}: shard of {dtrain.num_row()} rows, mlogloss {loss[0]:.4f} -> {loss[-1]:.4f}, "
-              f"model {digest} identical_to_rank0={same}", flush=True)
+        print(
+            f"rank {rank}: shard of {dtrain.num_row()} rows, mlogloss {loss[0]:.4f} -> {loss[-1]:.4f}, "
+            f"model {digest} identical_to_rank0={same}",
+            flush=True,
+        )
         ok = same and loss[-1] < loss[0]
     if tracker is not None:
         tracker.wait_for(timeout=60)
     if rank == 0:  # outside the collective: building a DMatrix inside it is a collective call
         pred = booster.predict(xgb.DMatrix(x_test)).argmax(axis=1)
-        print(f"rank 0: test accuracy {float(np.mean(pred == y_test)):.3f} on {len(y_test)} rows",
-              flush=True)
+        print(f"rank 0: test accuracy {float(np.mean(pred == y_test)):.3f} on {len(y_test)} rows", flush=True)
     if not ok:
         print(f"rank {rank}: FAILED", flush=True)
     return 0 if ok else 1
