@@ -1,0 +1,88 @@
+"""One kind's validating webhook: an AdmissionRequest in, an AdmissionResponse out (no I/O).
+
+The rules themselves live in `kubetrain.api.validation` (shared with the controller, which
+re-validates because a webhook can be bypassed or absent); this module only maps admission
+operations onto them the way controller-runtime's `CustomValidator` plumbing does:
+
+* CREATE validates `object`; UPDATE validates `object` against `oldObject`, so the immutability
+  rules (managedBy, schedulingPolicy.queue) apply; an UPDATE without `oldObject` is a malformed
+  request (controller-runtime fails to decode it the same way);
+* DELETE and CONNECT are allowed (upstream's `ValidateDelete` returns nothing);
+* an object of another kind than the path's is a 400, never a silent allow.
+
+MXJob: upstream 1.8 served a webhook that always allowed with a deprecation warning, and 1.9
+dropped the kind. We validate MXJob with the ≤1.7 controller rules instead (a job that the
+controller would fail later is better refused at `kubectl apply`), and keep a deprecation warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.validation import aggregate, validate_raw_with_warnings, webhook_name
+from kubetrain.webhook.review import (
+    CONNECT,
+    DELETE,
+    UPDATE,
+    AdmissionRequest,
+    AdmissionResponse,
+    allowed,
+    denied,
+    errored,
+)
+
+DEPRECATED_KINDS: dict[str, str] = {
+    "MXJob": "kubeflow.org/v1 MXJob is deprecated: upstream training-operator removed it in v1.9",
+}
+"""Admission warnings added for every CREATE/UPDATE of a kind, whatever its validity."""
+
+
+def webhook_path(info: KindInfo) -> str:
+    """controller-runtime's generated path, e.g. `/validate-kubeflow-org-v1-pytorchjob`."""
+    return f"/validate-{info.group.replace('.', '-')}-{info.version}-{info.kind.lower()}"
+
+
+def routes(kinds: Iterable[KindInfo] | None = None) -> dict[str, KindInfo]:
+    """Path -> kind for every kind served (all registered kinds by default)."""
+    return {webhook_path(info): info for info in (KINDS.values() if kinds is None else kinds)}
+
+
+def names(kinds: Iterable[KindInfo] | None = None) -> dict[str, KindInfo]:
+    """Webhook name (as in the ValidatingWebhookConfiguration) -> kind."""
+    return {webhook_name(info): info for info in (KINDS.values() if kinds is None else kinds)}
+
+
+def admit(info: KindInfo, request: AdmissionRequest) -> AdmissionResponse:
+    """Validate one admission request for `info`'s path."""
+    uid = request.uid
+    if request.operation in (DELETE, CONNECT):
+        return allowed(uid)
+    obj = request.object
+    if not isinstance(obj, dict):
+        return errored(uid, 400, "there is no content to decode")
+    mismatch = _kind_mismatch(info, obj)
+    if mismatch:
+        return errored(uid, 400, mismatch)
+    old = None
+    if request.operation == UPDATE:
+        old = request.old_object
+        if not isinstance(old, dict):
+            return errored(uid, 400, "there is no content to decode: UPDATE without oldObject")
+    _, _, result = validate_raw_with_warnings(obj, old)
+    warnings = tuple(result.warnings)
+    if info.kind in DEPRECATED_KINDS:
+        warnings += (DEPRECATED_KINDS[info.kind],)
+    if result.errors:
+        return denied(uid, aggregate(result.errors), warnings)
+    return allowed(uid, warnings)
+
+
+def _kind_mismatch(info: KindInfo, obj: dict[str, object]) -> str:
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if kind == info.kind and api_version == info.api_version:
+        return ""
+    return (
+        f"this webhook validates {info.api_version}, Kind={info.kind}; "
+        f"got apiVersion={api_version!r}, kind={kind!r}"
+    )

@@ -1,0 +1,305 @@
+"""What the rendered objects must say, checked against the code that serves them.
+
+Every cross-reference is followed: webhook paths exist in the webhook server's routes, the
+Service's ports reach the container's, the probes hit the health server's paths on its port, RBAC
+covers each thing the operator does and nothing it should not be able to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kustomize_lite import render
+
+from kubetrain.api.kinds import KINDS
+from kubetrain.api.validation import webhook_name
+from kubetrain.runtime.health import BindAddress
+from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME
+from kubetrain.webhook.handler import routes
+from kubetrain.webhook.provisioner import (
+    DEFAULT_SECRET_NAME,
+    DEFAULT_SERVICE_NAME,
+    DEFAULT_WEBHOOK_CONFIGURATION,
+)
+from kubetrain.webhook.server import DEFAULT_CERT_DIR, DEFAULT_PORT
+
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
+OVERLAYS = ["cluster-wide", "single-namespace"]
+Obj = dict[str, Any]
+
+
+@pytest.fixture(scope="module", params=OVERLAYS)
+def rendered(request: pytest.FixtureRequest) -> tuple[str, list[Obj]]:
+    return request.param, render(MANIFESTS / "overlays" / request.param)
+
+
+def one(objects: list[Obj], kind: str, name: str | None = None) -> Obj:
+    found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, (kind, name, [o["metadata"]["name"] for o in found])
+    return found[0]
+
+
+def container_of(objects: list[Obj]) -> Obj:
+    (container,) = one(objects, "Deployment", "training-operator")["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def flag(container: Obj, name: str) -> str | None:
+    for arg in container.get("args") or ():
+        if arg == f"--{name}":
+            return ""
+        if arg.startswith(f"--{name}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+# -- names shared with upstream -----------------------------------------------------------------
+
+
+def test_upstream_names_make_it_a_drop_in_replacement(rendered: tuple[str, list[Obj]]) -> None:
+    _, objects = rendered
+    one(objects, "Namespace", "kubeflow")
+    one(objects, "ServiceAccount", "training-operator")
+    one(objects, "Service", DEFAULT_SERVICE_NAME)
+    one(objects, "Secret", DEFAULT_SECRET_NAME)
+    one(objects, "ValidatingWebhookConfiguration", DEFAULT_WEBHOOK_CONFIGURATION)
+    deployment = one(objects, "Deployment", "training-operator")
+    assert deployment["spec"]["selector"] == {"matchLabels": {"control-plane": "kubeflow-training-operator"}}
+    template = deployment["spec"]["template"]
+    assert template["metadata"]["labels"]["control-plane"] == "kubeflow-training-operator"
+    assert template["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
+    assert template["spec"]["serviceAccountName"] == "training-operator"
+
+
+# -- webhook -----------------------------------------------------------------------------------
+
+
+def test_one_webhook_per_kind_on_a_path_the_server_serves(rendered: tuple[str, list[Obj]]) -> None:
+    overlay, objects = rendered
+    config = one(objects, "ValidatingWebhookConfiguration")
+    served = routes()
+    hooks = {h["name"]: h for h in config["webhooks"]}
+    assert set(hooks) == {webhook_name(info) for info in KINDS.values()}
+    service = one(objects, "Service", DEFAULT_SERVICE_NAME)
+    for info in KINDS.values():
+        hook = hooks[webhook_name(info)]
+        ref = hook["clientConfig"]["service"]
+        assert served[ref["path"]] is info
+        assert (ref["name"], ref["namespace"]) == (
+            service["metadata"]["name"],
+            service["metadata"]["namespace"],
+        )
+        assert "caBundle" not in hook["clientConfig"]  # injected at run time
+        assert hook["failurePolicy"] == "Fail"
+        assert hook["sideEffects"] == "None"
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert hook["rules"] == [
+            {
+                "apiGroups": ["kubeflow.org"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [info.plural],
+                "scope": "Namespaced",
+            }
+        ]
+        if overlay == "single-namespace":
+            assert hook["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "kubeflow"}}
+        else:
+            assert "namespaceSelector" not in hook
+
+
+def test_service_ports_reach_the_webhook_and_metrics_listeners(rendered: tuple[str, list[Obj]]) -> None:
+    _, objects = rendered
+    service = one(objects, "Service", DEFAULT_SERVICE_NAME)
+    container = container_of(objects)
+    container_ports = {p["containerPort"] for p in container["ports"]}
+    ports = {p["name"]: p for p in service["spec"]["ports"]}
+    assert ports["webhook-server"]["port"] == 443
+    assert (
+        ports["webhook-server"]["targetPort"]
+        == DEFAULT_PORT
+        == int(flag(container, "webhook-server-port") or 0)
+    )
+    metrics_port = BindAddress.parse(flag(container, "metrics-bind-address") or "").port
+    assert ports["monitoring-port"]["targetPort"] == metrics_port == 8080
+    assert {DEFAULT_PORT, metrics_port} <= container_ports
+    pod_labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["metadata"]["annotations"]["prometheus.io/port"] == str(metrics_port)
+
+
+# -- the pod -----------------------------------------------------------------------------------
+
+
+def test_probes_hit_the_health_servers_paths_and_port(rendered: tuple[str, list[Obj]]) -> None:
+    _, objects = rendered
+    container = container_of(objects)
+    probe_port = BindAddress.parse(flag(container, "health-probe-bind-address") or "").port
+    assert probe_port == 8081
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": probe_port}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": probe_port}
+
+
+def test_pod_is_locked_down_with_writable_scratch_for_certificates(rendered: tuple[str, list[Obj]]) -> None:
+    _, objects = rendered
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    container = container_of(objects)
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert not pod.get("hostNetwork") and not pod.get("hostPID")
+    resources = container["resources"]
+    assert set(resources["requests"]) == {"cpu", "memory"} and "memory" in resources["limits"]
+    mounts = [m["mountPath"] for m in container["volumeMounts"]]
+    assert any(DEFAULT_CERT_DIR.is_relative_to(Path(m)) for m in mounts), mounts
+    emptydirs = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+    assert {m["name"] for m in container["volumeMounts"]} <= emptydirs
+    env = {e["name"]: e for e in container["env"]}
+    assert env["MY_POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert flag(container, "leader-elect") == ""
+
+
+def test_single_namespace_overlay_restricts_the_watch(rendered: tuple[str, list[Obj]]) -> None:
+    overlay, objects = rendered
+    container = container_of(objects)
+    if overlay == "single-namespace":
+        assert flag(container, "namespace") == "kubeflow"
+    else:
+        assert flag(container, "namespace") is None
+    base_args = [a for a in container["args"] if not a.startswith("--namespace")]
+    other = render(
+        MANIFESTS / "overlays" / ("cluster-wide" if overlay != "cluster-wide" else "single-namespace")
+    )
+    assert base_args == [a for a in container_of(other)["args"] if not a.startswith("--namespace")]
+
+
+# -- RBAC --------------------------------------------------------------------------------------
+
+
+def bound_rules(objects: list[Obj]) -> list[tuple[Obj, Obj]]:
+    """(role, rule) for every rule granted to the operator's ServiceAccount."""
+    out = []
+    for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        subjects = binding["subjects"]
+        assert subjects == [{"kind": "ServiceAccount", "name": "training-operator", "namespace": "kubeflow"}]
+        ref = binding["roleRef"]
+        role = one(objects, ref["kind"], ref["name"])
+        if binding["kind"] == "RoleBinding":
+            assert (
+                role["kind"] == "ClusterRole"
+                or role["metadata"]["namespace"] == binding["metadata"]["namespace"]
+            )
+        out.extend((role, rule) for rule in role["rules"])
+    return out
+
+
+def grants(
+    objects: list[Obj],
+    group: str,
+    resource: str,
+    verb: str,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+) -> bool:
+    """Whether the operator may `verb` `resource` (in `namespace`; None = every namespace)."""
+    for role, rule in bound_rules(objects):
+        if group not in rule["apiGroups"] or resource not in rule["resources"] or verb not in rule["verbs"]:
+            continue
+        names = rule.get("resourceNames")
+        if names is not None and name not in names:
+            continue
+        role_ns = role["metadata"].get("namespace") if role["kind"] == "Role" else None
+        if role_ns is None or role_ns == namespace:
+            return True
+    return False
+
+
+def test_rbac_has_no_wildcards_escalation_or_exec(rendered: tuple[str, list[Obj]]) -> None:
+    _, objects = rendered
+    for role, rule in bound_rules(objects):
+        where = role["metadata"]["name"]
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"], (
+            where
+        )
+        assert not {"escalate", "bind", "impersonate", "deletecollection"} & set(rule["verbs"]), where
+        assert not {
+            "pods/exec",
+            "pods/attach",
+            "pods/portforward",
+            "nodes",
+            "roles",
+            "rolebindings",
+            "clusterroles",
+            "clusterrolebindings",
+            "customresourcedefinitions",
+            "mutatingwebhookconfigurations",
+            "serviceaccounts/token",
+        } & set(rule["resources"]), where
+        assert set(rule["verbs"]) <= {"get", "list", "watch", "create", "update", "patch", "delete"}, where
+
+
+def test_secrets_only_the_certificate_secret_in_the_operator_namespace(
+    rendered: tuple[str, list[Obj]],
+) -> None:
+    _, objects = rendered
+    for role, rule in bound_rules(objects):
+        if "secrets" in rule["resources"]:
+            assert role["kind"] == "Role" and role["metadata"]["namespace"] == "kubeflow"
+            assert rule["resourceNames"] == [DEFAULT_SECRET_NAME]
+            assert set(rule["verbs"]) <= {"get", "update", "patch"}
+    for verb in ("get", "list", "watch"):
+        assert not grants(objects, "", "secrets", verb), verb
+        assert not grants(objects, "", "secrets", verb, name="other", namespace="kubeflow"), verb
+    assert grants(objects, "", "secrets", "get", name=DEFAULT_SECRET_NAME, namespace="kubeflow")
+    assert grants(objects, "", "secrets", "update", name=DEFAULT_SECRET_NAME, namespace="kubeflow")
+    one(objects, "Secret", DEFAULT_SECRET_NAME)  # shipped, so no `create` is needed
+
+
+def test_webhook_configuration_and_lease_only_by_name(rendered: tuple[str, list[Obj]]) -> None:
+    _, objects = rendered
+    vwc = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+    assert grants(objects, *vwc, "get", name=DEFAULT_WEBHOOK_CONFIGURATION)
+    assert grants(objects, *vwc, "update", name=DEFAULT_WEBHOOK_CONFIGURATION)
+    assert not grants(objects, *vwc, "update", name="gatekeeper-validating-webhook-configuration")
+    assert not grants(objects, *vwc, "list")
+    lease = ("coordination.k8s.io", "leases")
+    assert grants(objects, *lease, "create", namespace="kubeflow")
+    for verb in ("get", "update"):
+        assert grants(objects, *lease, verb, name=DEFAULT_LEASE_NAME, namespace="kubeflow")
+        assert not grants(objects, *lease, verb, name="kube-scheduler", namespace="kube-system")
+
+
+def test_rbac_covers_what_the_operator_does(rendered: tuple[str, list[Obj]]) -> None:
+    overlay, objects = rendered
+    scope = "kubeflow" if overlay == "single-namespace" else None
+    needed: list[tuple[str, str, tuple[str, ...]]] = [
+        ("", "pods", ("get", "list", "watch", "create", "delete", "patch")),
+        ("", "services", ("get", "list", "watch", "create", "delete")),
+        ("", "events", ("create", "patch")),
+        ("autoscaling", "horizontalpodautoscalers", ("get", "list", "watch", "create", "update", "delete")),
+        ("scheduling.volcano.sh", "podgroups", ("get", "list", "watch", "create", "update", "delete")),
+        ("scheduling.x-k8s.io", "podgroups", ("get", "list", "watch", "create", "update", "delete")),
+    ]
+    for info in KINDS.values():
+        needed.append((info.group, info.plural, ("get", "list", "watch", "update", "patch", "delete")))
+        needed.append((info.group, f"{info.plural}/status", ("get", "update", "patch")))
+    for group, resource, verbs in needed:
+        for verb in verbs:
+            assert grants(objects, group, resource, verb, namespace=scope or "any"), (resource, verb)
+            if overlay == "single-namespace":
+                assert not grants(objects, group, resource, verb, namespace="other"), (resource, verb)
+
+
+def test_single_namespace_has_no_cluster_wide_workload_access(rendered: tuple[str, list[Obj]]) -> None:
+    overlay, objects = rendered
+    cluster_rules = [rule for role, rule in bound_rules(objects) if role["kind"] == "ClusterRole"]
+    if overlay == "single-namespace":
+        assert [r["resources"] for r in cluster_rules] == [["validatingwebhookconfigurations"]]
+    else:
+        assert any("pods" in r["resources"] for r in cluster_rules)
