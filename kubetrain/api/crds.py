@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.kinds_mpi import EXTRA_KINDS
 from kubetrain.api.schema import Schema, schema_for_dataclass
 
 PRINTER_COLUMNS: list[dict[str, str]] = [
@@ -85,6 +86,9 @@ def crd_for(infos: Iterable[KindInfo]) -> dict[str, Any]:
         names["shortNames"] = list(head.short_names)
     if head.categories:
         names["categories"] = list(head.categories)
+    entries = [version_entry(v, storage=i == 0) for i, v in enumerate(versions)]
+    if len(entries) > 1:
+        _superset_specs(entries)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -93,9 +97,35 @@ def crd_for(infos: Iterable[KindInfo]) -> dict[str, Any]:
             "group": head.group,
             "names": names,
             "scope": "Namespaced",
-            "versions": [version_entry(v, storage=i == 0) for i, v in enumerate(versions)],
+            "versions": entries,
         },
     }
+
+
+def _without_defaults(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_defaults(v) for k, v in node.items() if k != "default"}
+    if isinstance(node, list):
+        return [_without_defaults(v) for v in node]
+    return node
+
+
+def _superset_specs(entries: list[dict[str, Any]]) -> None:
+    """Let every version's spec schema admit the other versions' spec fields.
+
+    A multi-version CRD with conversion strategy None only rewrites apiVersion, and the API
+    server prunes fields unknown to the version a request uses: without the superset, editing a
+    job through the other version would silently drop its version-specific fields. Fields taken
+    from another version carry no default, so a version's defaults (and only its own) are what
+    a write through it adds (see kubetrain.api.conversion_mpi).
+    """
+    specs = [e["schema"]["openAPIV3Schema"]["properties"]["spec"] for e in entries]
+    for spec in specs:
+        own = spec.setdefault("properties", {})
+        for other in specs:
+            for key, node in other.get("properties", {}).items():
+                if key not in own:
+                    own[key] = _without_defaults(node)
 
 
 def file_name(info: KindInfo) -> str:
@@ -116,6 +146,17 @@ def generate(kinds: Iterable[KindInfo] | None = None) -> dict[str, str]:
     return {file_name(infos[0]): render(crd_for(infos)) for infos in grouped.values()}
 
 
+def all_kinds() -> list[KindInfo]:
+    """The generic kinds and the kinds with their own planners (MPIJob v1/v2beta1, ChainerJob,
+    Caffe2Job): everything `manifests/crds` holds."""
+    return [*KINDS.values(), *EXTRA_KINDS]
+
+
+def generate_all() -> dict[str, str]:
+    """`generate` over `all_kinds()`: the files `--write` and `--check` manage."""
+    return generate(all_kinds())
+
+
 def drift(directory: Path, files: dict[str, str] | None = None) -> list[str]:
     """File names whose committed content differs from the generated one (or that are missing)."""
     files = generate() if files is None else files
@@ -133,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--write", metavar="DIR", type=Path, help="write the CRD files into DIR")
     mode.add_argument("--check", metavar="DIR", type=Path, help="exit 1 if the files in DIR are stale")
     args = parser.parse_args(argv)
-    files = generate()
+    files = generate_all()
     if args.write is not None:
         args.write.mkdir(parents=True, exist_ok=True)
         for name, text in sorted(files.items()):

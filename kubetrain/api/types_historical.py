@@ -1,0 +1,179 @@
+# ruff: noqa: RUF009  (`wire()` returns a dataclasses.field; the call is the declaration, not a shared default)
+"""Wire types of the archived `kubeflow.org/v1alpha1` kinds: ChainerJob and Caffe2Job (spec §6).
+
+They predate the common v1 types, so each has its own envelope and status: a ChainerJob's status
+is a copy of its master batch/v1 Job's status, a Caffe2Job's has a single replica status object.
+Unknown keys are kept in `extra`, so old manifests round-trip unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.types import I32, I64, JobCondition, JsonDict, wire
+
+_DATE_TIME = {"format": "date-time"}
+_REQUIRED = {"required": True}
+
+
+def _extra() -> Any:
+    return field(default_factory=dict, metadata={"extra": True}, repr=False, compare=True)
+
+
+class _Envelope:
+    """Name accessors shared by the two envelopes (their `metadata` is the raw ObjectMeta)."""
+
+    metadata: JsonDict
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace") or "default")
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+
+# ---- ChainerJob ---------------------------------------------------------------------------------
+
+
+@dataclass
+class MPIConfig:
+    slots: I32 | None = wire("slots")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class ChainerMasterSpec:
+    active_deadline_seconds: I64 | None = wire("activeDeadlineSeconds")
+    backoff_limit: I32 | None = wire("backoffLimit")
+    mpi_config: MPIConfig | None = wire("mpiConfig")
+    template: JsonDict | None = wire("template", schema="pod-template")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class WorkerSetSpec:
+    replicas: I32 | None = wire("replicas")
+    mpi_config: MPIConfig | None = wire("mpiConfig")
+    template: JsonDict | None = wire("template", schema="pod-template")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class ChainerJobSpec:
+    backend: str | None = wire("backend")
+    master: ChainerMasterSpec | None = wire("master", schema=_REQUIRED)
+    worker_sets: dict[str, WorkerSetSpec | None] | None = wire("workerSets")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class BatchJobCondition:
+    """batch/v1 JobCondition (Complete / Failed / Suspended ...)."""
+
+    type: str = wire("type", default="", schema=_REQUIRED)
+    status: str = wire("status", default="", schema=_REQUIRED)
+    last_probe_time: str | None = wire("lastProbeTime", schema=_DATE_TIME)
+    last_transition_time: str | None = wire("lastTransitionTime", schema=_DATE_TIME)
+    reason: str | None = wire("reason")
+    message: str | None = wire("message")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class ChainerJobStatus:
+    """A copy of the master batch/v1 Job's status (only the fields upstream's JobStatus had)."""
+
+    conditions: list[BatchJobCondition] | None = wire("conditions")
+    start_time: str | None = wire("startTime", schema=_DATE_TIME)
+    completion_time: str | None = wire("completionTime", schema=_DATE_TIME)
+    active: I32 = wire("active", default=0, omitzero=True)
+    succeeded: I32 = wire("succeeded", default=0, omitzero=True)
+    failed: I32 = wire("failed", default=0, omitzero=True)
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class ChainerJob(_Envelope):
+    api_version: str = wire("apiVersion", default="")
+    kind: str = wire("kind", default="")
+    metadata: JsonDict = wire("metadata", factory=dict)
+    spec: ChainerJobSpec | None = wire("spec")
+    status: ChainerJobStatus | None = wire("status")
+    extra: JsonDict = _extra()
+
+
+# ---- Caffe2Job ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Caffe2BackendSpec:
+    backend_type: str | None = wire("backendType")
+    nfs_path: str | None = wire("nfsPath")
+    redis_host: str | None = wire("redisHost")
+    redis_port: I32 | None = wire("redisPort")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class Caffe2ReplicaSpec:
+    replicas: I32 | None = wire("replicas")
+    template: JsonDict | None = wire("template", schema="pod-template")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class ChiefSpec:
+    replica_name: str | None = wire("replicaName")
+    replica_index: I32 | None = wire("replicaIndex")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class TerminationPolicy:
+    chief: ChiefSpec | None = wire("chief")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class Caffe2JobSpec:
+    runtime_id: str | None = wire("RuntimeID")
+    """Upstream's JSON key is literally `RuntimeID`."""
+    backend_specs: Caffe2BackendSpec | None = wire("backendSpecs")
+    replica_specs: Caffe2ReplicaSpec | None = wire("replicaSpecs", schema=_REQUIRED)
+    termination_policy: TerminationPolicy | None = wire("terminationPolicy")
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class Caffe2ReplicaStatus:
+    active: I32 = wire("active", default=0, omitzero=True)
+    succeeded: I32 = wire("succeeded", default=0, omitzero=True)
+    failed: I32 = wire("failed", default=0, omitzero=True)
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class Caffe2JobStatus:
+    conditions: list[JobCondition] = wire("conditions", factory=list, omitzero=True)
+    replica_statuses: Caffe2ReplicaStatus | None = wire("replicaStatuses")
+    start_time: str | None = wire("startTime", schema=_DATE_TIME)
+    completion_time: str | None = wire("completionTime", schema=_DATE_TIME)
+    last_reconcile_time: str | None = wire("lastReconcileTime", schema=_DATE_TIME)
+    extra: JsonDict = _extra()
+
+
+@dataclass
+class Caffe2Job(_Envelope):
+    api_version: str = wire("apiVersion", default="")
+    kind: str = wire("kind", default="")
+    metadata: JsonDict = wire("metadata", factory=dict)
+    spec: Caffe2JobSpec | None = wire("spec")
+    status: Caffe2JobStatus | None = wire("status")
+    extra: JsonDict = _extra()

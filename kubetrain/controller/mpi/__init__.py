@@ -1,0 +1,75 @@
+"""MPIJob planning: one entry point for both API versions, each on its own mechanics.
+
+`plan()` decides which version a job was written in (`kubetrain.api.conversion_mpi`), freezes
+that decision in the job's `kubeflow.org/mpi-api-version` annotation on first sight, and hands
+the job to the v1 (training-operator, kubectl exec) or v2beta1 (mpi-operator, SSH) planner.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from kubetrain.api.conversion_mpi import API_VERSION_ANNOTATION, annotated_version
+from kubetrain.api.kinds_mpi import parse_extra_job
+from kubetrain.api.types import TrainingJob
+from kubetrain.api.validation import aggregate
+from kubetrain.controller.config import ChildType, ControllerConfig
+from kubetrain.controller.mpi.ssh import KeyGen, generate_key_pair
+from kubetrain.controller.mpi.v1 import plan_v1
+from kubetrain.controller.mpi.v1_objects import DEFAULT_KUBECTL_DELIVERY_IMAGE
+from kubetrain.controller.mpi.v2beta1 import plan_v2
+from kubetrain.controller.plan import Event, ObjectRef, Observed, PatchObject, Plan
+
+__all__ = ["CHILD_TYPES", "plan"]
+
+
+def plan(
+    job: dict[str, Any],
+    observed: Observed,
+    now: datetime,
+    config: ControllerConfig,
+    *,
+    keygen: KeyGen = generate_key_pair,
+    kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE,
+) -> Plan:
+    """The plan for one MPIJob of either version (same contract as `reconciler.plan`)."""
+    parsed, info, errors = parse_extra_job(job)
+    if parsed is None or info is None or not isinstance(parsed, TrainingJob) or not parsed.name:
+        return Plan()
+    if errors or not isinstance(job.get("spec"), dict):
+        # Not even the shape of an MPIJob (the CRD schema rules this out): a Warning, as upstream.
+        reason = "ValidationError" if info.version == "v2beta1" else "MPIJobFailedValidation"
+        return Plan(events=[Event("Warning", reason, aggregate(errors) or "MPIJobSpec is not valid")])
+    if info.version == "v1":
+        out = plan_v1(parsed, observed, now, config, kubectl_delivery_image)
+    else:
+        out = plan_v2(parsed, observed, now, config, keygen)
+    if _ours(parsed, info.version) and annotated_version(job) is None:
+        ref = ObjectRef(parsed.api_version, "MPIJob", parsed.namespace, parsed.name, parsed.uid or None)
+        patch = {"metadata": {"annotations": {API_VERSION_ANNOTATION: info.version}}}
+        out.actions.insert(0, PatchObject(ref, patch))
+    return out
+
+
+def _ours(job: TrainingJob, version: str) -> bool:
+    """Whether this operator reconciles the job (not being deleted, not managed elsewhere)."""
+    if job.metadata.get("deletionTimestamp"):
+        return False
+    manager = job.run_policy.managed_by
+    if version == "v1":
+        return manager is None or manager == "kubeflow.org/training-operator"
+    return manager is None or manager == "kubeflow.org/mpi-operator"
+
+
+CHILD_TYPES: tuple[ChildType, ...] = (
+    ChildType("v1", "ConfigMap", "configmaps", None),
+    ChildType("v1", "Secret", "secrets", None),
+    ChildType("v1", "Service", "services", None),
+    ChildType("v1", "ServiceAccount", "serviceaccounts", None),
+    ChildType("rbac.authorization.k8s.io/v1", "Role", "roles", None),
+    ChildType("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", None),
+    ChildType("batch/v1", "Job", "jobs", None),
+)
+"""What the two MPIJob planners own besides pods (v2beta1's Service has no operator-name label,
+so it is watched by owner like the rest); PodGroups come with gang scheduling."""
