@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import discovery, errors
+from . import admission, discovery, errors
 from .errors import APIError
 from .faults import FaultInjector
 from .jsonutil import dumps, loads
@@ -98,15 +98,22 @@ class APIHandler:
         self._address = address
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        token = admission.collect_warnings()
         try:
-            return await self._dispatch(request)
+            response = await self._dispatch(request)
         except APIError as exc:
-            return _error(exc)
+            response = _error(exc)
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:
             log.exception("request %s %s failed", request.method, request.path)
-            return _error(errors.internal(str(exc)))
+            response = _error(errors.internal(str(exc)))
+        finally:
+            warnings = admission.take_warnings(token)
+        if warnings and not response.prepared:
+            for text in warnings:
+                response.headers.add("Warning", admission.warning_header(text))
+        return response
 
     # --- routing -------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 
 from . import errors
+from .admission import CREATE, UPDATE, AdmissionChain
 from .crd import CLEANUP_FINALIZER, crd_errors, crd_status, default_crd
 from .defaults import ClusterIPAllocator, default_builtin, initial_pod_status
 from .errors import APIError, FieldError
@@ -100,6 +101,7 @@ class ObjectStorage:
         self.pod_deletion: PodDeletion = pod_deletion
         self.converters: dict[str, Converter] = {"None": convert_none, **(converters or {})}
         self._ips = ClusterIPAllocator()
+        self.admission = AdmissionChain()
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -245,6 +247,7 @@ class ObjectStorage:
         errs = validate_name(rt.kind, name, ns)
         if errs:
             raise errors.invalid(rt.group, rt.kind, name, errs)
+        self.admission.admit(rt, CREATE, obj, None, None, dry_run)
         if self.store.get(rt.key, ns, name) is not None:
             raise errors.already_exists(rt.group, rt.plural, name)
         obj = self._storage_form(rt, obj)
@@ -301,6 +304,7 @@ class ObjectStorage:
         obj: dict[str, Any],
         subresource: str | None,
         dry_run: bool,
+        admit: bool = True,
     ) -> dict[str, Any]:
         old_view = self.convert(rt, old)
         old_meta = old["metadata"]
@@ -345,6 +349,8 @@ class ObjectStorage:
             skip = ("metadata", "status") if rt.has_status else ("metadata",)
             if _without(new, skip) != _without(old_view, skip):
                 meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        if admit:
+            self.admission.admit(rt, UPDATE, new, old_view, subresource, dry_run)
         new = self._storage_form(rt, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if new == old:
@@ -593,7 +599,7 @@ class ObjectStorage:
 
     def write(self, rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         """A controller's update of a stored object (``new`` is owned by the store afterwards)."""
-        return self._write_update(rt, old, new, None, False)
+        return self._write_update(rt, old, new, None, False, admit=False)
 
     def _put_if_changed(self, rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:
         if new != old:

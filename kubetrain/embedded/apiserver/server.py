@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from . import errors
+from .admission import AdmissionPlugin
 from .crd import CRDController
 from .faults import FaultInjector
 from .gc import ControllerManager
@@ -51,6 +52,9 @@ class EmbeddedAPIServer:
     at once; ``"graceful"`` keeps it with a deletionTimestamp until a node agent confirms with
     gracePeriodSeconds=0; ``"auto"`` (default) is graceful only when the pod's Node object exists,
     i.e. a node agent has registered. Unbound and finished pods are always removed at once.
+
+    ``admission`` plugins validate every CREATE and UPDATE before it is stored, the way validating
+    webhooks do on a cluster (see ``admission``); ``server.rest.admission.add()`` adds one later.
     """
 
     def __init__(
@@ -62,6 +66,7 @@ class EmbeddedAPIServer:
         watch_queue_size: int = 10_000,
         log_provider: LogProvider | None = None,
         converters: dict[str, Converter] | None = None,
+        admission: list[AdmissionPlugin] | None = None,
     ) -> None:
         self.store = Store(history_size)
         self.catalog = ResourceCatalog()
@@ -80,6 +85,8 @@ class EmbeddedAPIServer:
         assert ns_type is not None
         for name in INITIAL_NAMESPACES:
             self.rest.create(ns_type, "", {"metadata": {"name": name}})
+        for plugin in admission or ():
+            self.rest.admission.add(plugin)
 
     def _make_hub(self, interval: float, queue: int) -> Any:
         from .watch import WatchHub

@@ -25,6 +25,7 @@ from typing import Any
 
 from .config import NodeConfig
 from .context import NodeContext
+from .exec import ExecService
 from .informer import Informer
 from .kubeapi import ApiError, KubeAPI, core_path, group_path
 from .logs import ContainerLogs, NodeLogProvider
@@ -59,7 +60,10 @@ class NodeAgent:
         self.network = PodNetwork(
             self.root / "net", self.config.network, self.config.pod_cidr, self.config.cluster_domain
         )
-        self.ctx = NodeContext(api, self.config, self.network, self.root, HOST_IP)
+        self.exec_service = ExecService(
+            self.root / "bin", self.network, lambda: list(self.workers.values()), self.config.cluster_domain
+        )
+        self.ctx = NodeContext(api, self.config, self.network, self.root, HOST_IP, self.exec_service)
         self._pods = Informer(
             api, core_path("pods"), self._on_pod, field_selector=f"spec.nodeName={self.name}"
         )
@@ -72,6 +76,7 @@ class NodeAgent:
     # -- public ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        await self.exec_service.start()
         await self._register()
         self._services.start()
         self._pods.start()
@@ -95,6 +100,7 @@ class NodeAgent:
             return_exceptions=True,
         )
         self.workers.clear()
+        await self.exec_service.stop()
         with contextlib.suppress(Exception):
             await self.api.merge_patch(
                 core_path("nodes", None, self.name, "status"),
@@ -105,7 +111,8 @@ class NodeAgent:
 
     def pids(self) -> list[int]:
         """Process ids of the running container processes (for tests and diagnostics)."""
-        return [p.pid for w in self.workers.values() for p in w.procs.values() if p.running]
+        running = [p.pid for w in self.workers.values() for p in w.procs.values() if p.running]
+        return running + self.exec_service.pids()
 
     # -- node object ---------------------------------------------------------------------------
 

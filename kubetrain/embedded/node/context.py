@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import NodeConfig
 from .kubeapi import KubeAPI, core_path
 from .network import PodNetwork
+
+if TYPE_CHECKING:
+    from .exec import ExecService
 
 JsonDict = dict[str, Any]
 
@@ -33,6 +36,7 @@ class NodeContext:
     network: PodNetwork
     root: Path
     host_ip: str
+    exec_service: ExecService | None = None  # the exec endpoint pods reach (see `exec`)
 
     @property
     def source(self) -> ApiObjectSource:

@@ -19,6 +19,11 @@ The map is a YAML or JSON file, named by `NodeConfig.image_map` or ``$KUBETRAIN_
         python: /opt/tf/bin/python
 
 The short form ``{"<pattern>": "<python executable>"}`` is accepted too.
+
+Built in, after the user's entries (see `exec` and `shims`): ``*kubectl-delivery*`` (MPIJob v1's
+init container) runs ``kubetrain-kubectl-delivery /etc/mpi/hostfile``, and a container whose
+command is ``sshd`` (v2beta1 workers: ``/usr/sbin/sshd -De``) runs the idle ``kubetrain-sshd``
+instead, because ssh between local pods goes through the node agent, not through an sshd.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import yaml
 from .errors import StartError
 
 PYTHON_NAMES = frozenset({"python", "python3"})
+SSHD_STAND_IN = "kubetrain-sshd"  # on every pod's PATH, see `shims`
 
 
 def _expand_user(path: str) -> str:
@@ -63,6 +69,8 @@ class LocalEnvironment:
                 "locally, so set `command` in the pod spec or an entry `command` in the kubetrain image map"
             )
         argv = [str(a) for a in command + args]
+        if os.path.basename(argv[0]) == "sshd":
+            argv = [SSHD_STAND_IN]
         if argv[0] in PYTHON_NAMES:
             argv[0] = self.python
         return argv
@@ -117,7 +125,12 @@ class ImageMap:
         return cls.parse(data)
 
     def lookup(self, image: str) -> LocalEnvironment:
-        for pattern, env in self.entries:
+        for pattern, env in [*self.entries, *BUILTIN_ENTRIES]:
             if fnmatch.fnmatchcase(image, pattern):
                 return env
         return self.default
+
+
+BUILTIN_ENTRIES: list[tuple[str, LocalEnvironment]] = [
+    ("*kubectl-delivery*", LocalEnvironment(command=("kubetrain-kubectl-delivery", "/etc/mpi/hostfile"))),
+]

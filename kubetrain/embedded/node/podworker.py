@@ -290,10 +290,21 @@ class PodWorker:
         env["HOSTNAME"] = self.hostname
         env.update(pod_env)
         env.update(self.ctx.network.pod_env(self.namespace, self.hostname, self.state.pod_ip, env))
+        if self.ctx.exec_service is not None:
+            env.update(self.ctx.exec_service.pod_env(self.namespace, self.name, env))
         env["KUBETRAIN_SANDBOX"] = str(self.dir)
         env["KUBETRAIN_PATH_MAP"] = json.dumps(dict(mounts))
         argv = [expand(paths.translate(a), pod_env) for a in local.argv(cspec, image)]
         return argv, env, self._working_dir(cspec, paths, local.working_dir)
+
+    async def exec_environment(self, cspec: JsonDict) -> tuple[dict[str, str], str]:
+        """Env and working dir of a command exec'd into container `cspec` (see `exec`).
+
+        The same as the container's own process gets; the command is irrelevant here, so a
+        container that has none (its image's entrypoint) can still be exec'd into.
+        """
+        _, env, cwd = await self._process_spec({**cspec, "command": ["/bin/sh"], "args": []})
+        return env, cwd
 
     def _working_dir(self, cspec: JsonDict, paths: PathMap, mapped: str | None) -> str:
         wd = cspec.get("workingDir")
@@ -312,11 +323,15 @@ class PodWorker:
         await asyncio.sleep(max(0.0, self.state.start_time + seconds - time.time()))
         if self.finished or self.deleting:
             return
+        message = "Pod was active on the node longer than the specified deadline"
+        self.event("Normal", "DeadlineExceeded", message)
+        await self.kill_all(self.grace_period())
+        # Failed only once every container shows terminated: a status written during the kill
+        # must never pair phase Failed with a running container.
         self.state.forced_phase = "Failed"
         self.state.reason = "DeadlineExceeded"
-        self.state.message = "Pod was active on the node longer than the specified deadline"
-        self.event("Normal", "DeadlineExceeded", self.state.message)
-        await self.kill_all(self.grace_period())
+        self.state.message = message
+        self._mark()
 
     # -- stopping --------------------------------------------------------------------------------
 

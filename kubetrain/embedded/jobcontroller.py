@@ -1,0 +1,450 @@
+"""A minimal batch/v1 Job controller for the embedded plane (the MPIJob v2beta1 launcher is a Job).
+
+On a cluster kube-controller-manager turns a Job into pods; the embedded plane has no controller
+manager, so this one does, through the Kubernetes API only (like the node agent and the binder,
+it could run against any API server). It covers what MPI launchers and simple batch use need:
+
+* pods from ``spec.template`` named ``<job>-<random>``, labelled ``batch.kubernetes.io/job-name``,
+  ``batch.kubernetes.io/controller-uid``, ``job-name`` and ``controller-uid``, with a controller
+  ownerReference to the Job; ``parallelism`` (default 1) and ``completions`` (unset: the first
+  success completes the Job, as for a non-indexed Job without completions);
+* ``backoffLimit`` (default 6): the Job fails when failed pods exceed it, or, for
+  ``restartPolicy: OnFailure`` pods, when their container restarts reach it (the kubelet restarts
+  in place); a failed pod is replaced after an exponential delay (``backoff_base`` doubled per
+  failure, capped), and with ``podReplacementPolicy: Failed`` only once no pod is terminating;
+* ``suspend`` (active pods deleted, ``Suspended`` condition; on resume ``startTime`` restarts),
+  ``activeDeadlineSeconds`` (``DeadlineExceeded``) and ``ttlSecondsAfterFinished`` (the Job is
+  deleted, its pods with it, in the background);
+* status: ``active``, ``ready``, ``succeeded``, ``failed``, ``startTime``, ``completionTime`` and
+  the ``Complete`` / ``Failed`` conditions with Kubernetes' reasons and messages.
+
+Not covered (documented): indexed completion mode, pod failure and success policies, the
+``FailureTarget``/``SuccessCriteriaMet`` interim conditions, finalizer-based pod tracking
+(``status.failed`` is the most failed pods ever seen at once, kept monotonic), managedBy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import contextlib
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .node.informer import Informer, object_key
+from .node.kubeapi import ApiError, KubeAPI, core_path, group_path
+from .node.status import rfc3339
+
+log = logging.getLogger(__name__)
+
+JsonDict = dict[str, Any]
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+LEGACY_JOB_NAME_LABEL = "job-name"
+LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
+DEFAULT_BACKOFF_LIMIT = 6
+BACKOFF_LIMIT_MESSAGE = "Job has reached the specified backoff limit"
+DEADLINE_MESSAGE = "Job was active longer than specified deadline"
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+
+
+def _jobs_path(namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+    return group_path("batch", "v1", "jobs", namespace, name, sub)
+
+
+def _parse_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")))
+    except ValueError:
+        return None
+
+
+def _condition(status: JsonDict, kind: str) -> JsonDict | None:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), None)
+
+
+def _is_true(status: JsonDict, kind: str) -> bool:
+    cond = _condition(status, kind)
+    return cond is not None and cond.get("status") == "True"
+
+
+def _set_condition(status: JsonDict, kind: str, value: str, reason: str, message: str, now: str) -> None:
+    conditions: list[JsonDict] = list(status.get("conditions") or [])
+    for cond in conditions:
+        if cond.get("type") == kind:
+            if cond.get("status") != value:
+                cond["lastTransitionTime"] = now
+            cond.update({"status": value, "reason": reason, "message": message, "lastProbeTime": now})
+            break
+    else:
+        conditions.append(
+            {
+                "type": kind,
+                "status": value,
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": now,
+                "lastTransitionTime": now,
+            }
+        )
+    status["conditions"] = conditions
+
+
+def _owned_by(pod: JsonDict, uid: str) -> bool:
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return any(r.get("controller") and r.get("uid") == uid for r in refs)
+
+
+def _restarts(pod: JsonDict) -> int:
+    status = pod.get("status") or {}
+    return sum(
+        int(c.get("restartCount") or 0)
+        for c in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    )
+
+
+def _ready(pod: JsonDict) -> bool:
+    return _is_true(pod.get("status") or {}, "Ready")
+
+
+@dataclass
+class _Memory:
+    """What the controller remembers per Job uid between syncs (the exponential back-off)."""
+
+    failed_seen: int = 0
+    next_create: float = 0.0
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+
+@dataclass
+class _Pods:
+    active: list[JsonDict]
+    terminating: list[JsonDict]
+    succeeded: int
+    failed: int
+
+
+def _classify(pods: list[JsonDict]) -> _Pods:
+    out = _Pods([], [], 0, 0)
+    for pod in pods:
+        phase = (pod.get("status") or {}).get("phase")
+        if phase == "Succeeded":
+            out.succeeded += 1
+        elif phase == "Failed":
+            out.failed += 1
+        elif (pod.get("metadata") or {}).get("deletionTimestamp"):
+            out.terminating.append(pod)
+        else:
+            out.active.append(pod)
+    return out
+
+
+class JobController:
+    """``await controller.start()``; it then keeps batch/v1 Jobs and their pods in step."""
+
+    def __init__(self, api: KubeAPI, *, backoff_base: float = 1.0, backoff_cap: float = 60.0) -> None:
+        self.api = api
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self._jobs = Informer(api, _jobs_path(), self._job_changed)
+        self._pods = Informer(api, core_path("pods"), self._pod_changed)
+        self._dirty: set[str] = set()
+        self._wake = asyncio.Event()
+        self._memory: dict[str, _Memory] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._events: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._jobs.start()
+        self._pods.start()
+        await asyncio.gather(self._jobs.synced.wait(), self._pods.synced.wait())
+        self._task = asyncio.create_task(self._loop(), name="embedded job controller")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for memory in self._memory.values():
+            for timer in memory.timers:
+                timer.cancel()
+        await self._jobs.stop()
+        await self._pods.stop()
+        await asyncio.gather(*self._events, return_exceptions=True)
+
+    # -- queue ---------------------------------------------------------------------------------------
+
+    def _enqueue(self, key: str) -> None:
+        self._dirty.add(key)
+        self._wake.set()
+
+    def _enqueue_after(self, key: str, uid: str, delay: float) -> None:
+        memory = self._memory.setdefault(uid, _Memory())
+        memory.timers = [t for t in memory.timers if not t.cancelled() and t.when() > time.monotonic()]
+        loop = asyncio.get_running_loop()
+        memory.timers.append(loop.call_later(max(delay, 0.0), self._enqueue, key))
+
+    def _job_changed(self, kind: str, job: JsonDict) -> None:
+        if kind == "DELETED":
+            memory = self._memory.pop((job.get("metadata") or {}).get("uid", ""), None)
+            for timer in memory.timers if memory else []:
+                timer.cancel()
+            return
+        self._enqueue(object_key(job))
+
+    def _pod_changed(self, kind: str, pod: JsonDict) -> None:
+        meta = pod.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if (
+                ref.get("controller")
+                and ref.get("kind") == "Job"
+                and str(ref.get("apiVersion", "")).startswith("batch/")
+            ):
+                self._enqueue(f"{meta.get('namespace') or 'default'}/{ref.get('name')}")
+
+    async def _loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            keys, self._dirty = self._dirty, set()
+            for key in sorted(keys):
+                job = self._jobs.items.get(key)
+                if job is None:
+                    continue
+                try:
+                    await self._sync(job)
+                except asyncio.CancelledError:
+                    raise
+                except ApiError as err:
+                    if err.status not in (404, 409):
+                        log.warning("job %s: %s", key, err)
+                    self._enqueue_after(key, (job.get("metadata") or {}).get("uid", ""), 0.5)
+                except Exception:
+                    log.exception("job %s: sync failed", key)
+                    self._enqueue_after(key, (job.get("metadata") or {}).get("uid", ""), 1.0)
+
+    # -- sync -------------------------------------------------------------------------------------------
+
+    async def _sync(self, job: JsonDict) -> None:
+        meta, spec = job.get("metadata") or {}, job.get("spec") or {}
+        if meta.get("deletionTimestamp"):
+            return
+        key, uid = object_key(job), meta.get("uid", "")
+        status: JsonDict = dict(job.get("status") or {})
+        before = dict(status)
+        now = time.time()
+        if _is_true(status, "Complete") or _is_true(status, "Failed"):
+            await self._expire(job, status, now)
+            return
+        pods = [p for p in self._pods.items.values() if _owned_by(p, uid)]
+        seen = _classify(pods)
+        failed = max(int(status.get("failed") or 0), seen.failed)
+        memory = self._memory.setdefault(uid, _Memory())
+        if failed > memory.failed_seen:
+            delay = min(self.backoff_base * 2 ** (failed - 1), self.backoff_cap)
+            memory.next_create = now + delay
+            memory.failed_seen = failed
+        status.update({"failed": failed, "succeeded": seen.succeeded})
+        stamp = rfc3339(now)
+
+        if spec.get("suspend"):
+            await self._delete_pods(seen.active, job)
+            if not _is_true(status, "Suspended"):
+                _set_condition(status, "Suspended", "True", "JobSuspended", "Job suspended", stamp)
+                self._event(job, "Normal", "Suspended", "Job suspended")
+            status.pop("startTime", None)
+            status.update({"active": 0, "ready": 0})
+            await self._write(job, before, status)
+            return
+        if _condition(status, "Suspended") is not None and _is_true(status, "Suspended"):
+            _set_condition(status, "Suspended", "False", "JobResumed", "Job resumed", stamp)
+            self._event(job, "Normal", "Resumed", "Job resumed")
+        status.setdefault("startTime", stamp)
+
+        verdict = self._verdict(job, status, seen, failed, now)
+        if verdict is not None:
+            kind, reason, message = verdict
+            await self._delete_pods(seen.active, job)
+            _set_condition(status, kind, "True", reason, message, stamp)
+            if kind == "Complete":
+                status["completionTime"] = stamp
+                self._event(job, "Normal", "Completed", "Job completed")
+            else:
+                self._event(job, "Warning", reason, message)
+            status.update({"active": 0, "ready": 0})
+            await self._write(job, before, status)
+            await self._expire(job, status, now)
+            return
+
+        active = await self._scale(job, seen, memory, now)
+        status.update({"active": active, "ready": sum(1 for p in seen.active if _ready(p))})
+        await self._write(job, before, status)
+        deadline = spec.get("activeDeadlineSeconds")
+        start = _parse_time(status.get("startTime"))
+        if deadline is not None and start is not None:
+            self._enqueue_after(key, uid, start + float(deadline) - now + 0.05)
+
+    def _verdict(
+        self, job: JsonDict, status: JsonDict, seen: _Pods, failed: int, now: float
+    ) -> tuple[str, str, str] | None:
+        """("Complete"|"Failed", reason, message) when the Job is finished, else None."""
+        spec = job.get("spec") or {}
+        completions = spec.get("completions")
+        if seen.succeeded >= (completions if completions is not None else 1):
+            return "Complete", "CompletionsReached", "Reached expected number of succeeded pods"
+        limit = spec.get("backoffLimit")
+        limit = DEFAULT_BACKOFF_LIMIT if limit is None else int(limit)
+        if failed > limit or self._past_limit_on_failure(job, seen.active, limit):
+            return "Failed", "BackoffLimitExceeded", BACKOFF_LIMIT_MESSAGE
+        deadline = spec.get("activeDeadlineSeconds")
+        start = _parse_time(status.get("startTime"))
+        if deadline is not None and start is not None and now - start >= float(deadline):
+            return "Failed", "DeadlineExceeded", DEADLINE_MESSAGE
+        return None
+
+    @staticmethod
+    def _past_limit_on_failure(job: JsonDict, active: list[JsonDict], limit: int) -> bool:
+        """OnFailure pods restart in place; their restarts count against the limit (as upstream)."""
+        template = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if template.get("restartPolicy") != "OnFailure":
+            return False
+        restarts = sum(_restarts(p) for p in active)
+        return restarts > 0 if limit == 0 else restarts >= limit
+
+    async def _scale(self, job: JsonDict, seen: _Pods, memory: _Memory, now: float) -> int:
+        """Create the pods still wanted (after the back-off); the number of active pods."""
+        spec = job.get("spec") or {}
+        raw_parallelism = spec.get("parallelism")
+        parallelism = 1 if raw_parallelism is None else int(raw_parallelism)
+        completions = spec.get("completions")
+        wanted = parallelism if completions is None else min(parallelism, int(completions) - seen.succeeded)
+        missing = wanted - len(seen.active)
+        if spec.get("podReplacementPolicy") == "Failed" and seen.terminating:
+            missing = 0  # default TerminatingOrFailed replaces terminating pods at once
+        if missing <= 0:
+            return len(seen.active)
+        if now < memory.next_create:
+            meta = job.get("metadata") or {}
+            self._enqueue_after(object_key(job), meta.get("uid", ""), memory.next_create - now)
+            return len(seen.active)
+        for _ in range(missing):
+            await self._create_pod(job)
+        return len(seen.active) + missing
+
+    async def _create_pod(self, job: JsonDict) -> None:
+        meta = job.get("metadata") or {}
+        name, namespace, uid = meta.get("name", ""), meta.get("namespace") or "default", meta.get("uid", "")
+        template = (job.get("spec") or {}).get("template") or {}
+        tmeta = dict(template.get("metadata") or {})
+        labels = {
+            **(tmeta.get("labels") or {}),
+            CONTROLLER_UID_LABEL: uid,
+            JOB_NAME_LABEL: name,
+            LEGACY_CONTROLLER_UID_LABEL: uid,
+            LEGACY_JOB_NAME_LABEL: name,
+        }
+        suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
+        pod_name = f"{name[:57]}-{suffix}"
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                **{
+                    k: v for k, v in tmeta.items() if k not in ("name", "namespace", "uid", "resourceVersion")
+                },
+                "name": pod_name,
+                "namespace": namespace,
+                "labels": labels,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": name,
+                        "uid": uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": dict(template.get("spec") or {}),
+        }
+        try:
+            await self.api.create(core_path("pods", namespace), pod)
+        except ApiError as err:
+            self._event(job, "Warning", "FailedCreate", f"Error creating: {err.message}")
+            raise
+        self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod_name}")
+
+    async def _delete_pods(self, pods: list[JsonDict], job: JsonDict) -> None:
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            with contextlib.suppress(ApiError):
+                await self.api.delete(core_path("pods", meta.get("namespace"), meta.get("name")))
+                self._event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta.get('name')}")
+
+    async def _expire(self, job: JsonDict, status: JsonDict, now: float) -> None:
+        """ttlSecondsAfterFinished: delete the finished Job (and, in the background, its pods)."""
+        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+        if ttl is None:
+            return
+        finished = _parse_time(status.get("completionTime")) or _parse_time(
+            (_condition(status, "Failed") or _condition(status, "Complete") or {}).get("lastTransitionTime")
+        )
+        if finished is None:
+            return
+        meta = job.get("metadata") or {}
+        left = finished + float(ttl) - now
+        if left > 0:
+            self._enqueue_after(object_key(job), meta.get("uid", ""), left + 0.05)
+            return
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": "Background",
+            "preconditions": {"uid": meta.get("uid")},
+        }
+        with contextlib.suppress(ApiError):
+            await self.api.delete(_jobs_path(meta.get("namespace"), meta.get("name")), body)
+
+    async def _write(self, job: JsonDict, before: JsonDict, status: JsonDict) -> None:
+        if status == before:
+            return
+        meta = job.get("metadata") or {}
+        patch = {"status": {**status, **{k: None for k in before if k not in status}}}
+        await self.api.merge_patch(_jobs_path(meta.get("namespace"), meta.get("name"), "status"), patch)
+
+    def _event(self, job: JsonDict, kind: str, reason: str, message: str) -> None:
+        meta = job.get("metadata") or {}
+        stamp = rfc3339(time.time())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": meta.get("namespace")},
+            "involvedObject": {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "namespace": meta.get("namespace"),
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": "job-controller"},
+            "reportingComponent": "job-controller",
+        }
+        task = asyncio.create_task(self._post(body))
+        self._events.add(task)  # keep a reference until it is done
+        task.add_done_callback(self._events.discard)
+
+    async def _post(self, body: JsonDict) -> None:
+        with contextlib.suppress(Exception):
+            await self.api.create(core_path("events", body["metadata"]["namespace"]), body)

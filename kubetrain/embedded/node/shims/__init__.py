@@ -1,0 +1,41 @@
+"""Small executables the node agent puts on every pod's PATH: ``ssh``, ``kubectl`` and helpers.
+
+They are ``/bin/sh`` wrappers, written into the agent's own ``bin`` directory at start, that run
+`client` with the agent's Python in isolated mode (``-I -S``: no site-packages, no user
+``PYTHON*`` variables), so they work in any pod whatever its Python environment; the endpoint's
+socket path is baked into them, so a program that scrubs its environment still reaches it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+CLIENT = Path(__file__).with_name("client.py")
+
+# wrapper name -> client tool
+TOOLS = {
+    "ssh": "ssh",
+    "kubectl": "kubectl",
+    "kubetrain-kubectl-delivery": "kubectl-delivery",
+}
+SSHD_PLACEHOLDER = "kubetrain-sshd"
+
+
+def install(bin_dir: Path, socket_path: Path, python: str = sys.executable) -> Path:
+    """Write the wrappers into `bin_dir` (created) and return it."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    base = f"exec {shlex.quote(python)} -I -S {shlex.quote(str(CLIENT))}"
+    scripts = {
+        name: f'{base} --socket {shlex.quote(str(socket_path))} --bin {shlex.quote(str(bin_dir))} {tool} "$@"'
+        for name, tool in TOOLS.items()
+    }
+    scripts[SSHD_PLACEHOLDER] = f"{base} sshd"
+    for name, line in scripts.items():
+        path = bin_dir / name
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text(f"#!/bin/sh\n{line}\n")
+        tmp.chmod(0o755)
+        tmp.replace(path)
+    return bin_dir

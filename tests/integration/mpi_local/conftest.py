@@ -1,0 +1,140 @@
+"""Fixtures: the embedded API server, a node agent, the binder and the batch/v1 Job controller.
+
+The MPI tests need OpenMPI (Debian ``openmpi-bin`` + ``libopenmpi-dev``) and ``mpi4py``; without
+them they skip on a developer machine and fail under ``CI=true`` (a missing dependency in CI is
+an error, never a silent skip).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import shutil
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.embedded.jobcontroller import JobController
+from kubetrain.embedded.node import KubeAPI, NodeAgent, NodeConfig
+from kubetrain.embedded.node.kubeapi import core_path, group_path
+from kubetrain.embedded.scheduler import Binder
+
+JsonDict = dict[str, Any]
+PY = sys.executable
+
+
+def require_openmpi() -> None:
+    missing = [
+        what
+        for what, ok in (
+            ("mpirun (apt-get install openmpi-bin libopenmpi-dev)", shutil.which("mpirun") is not None),
+            ("mpi4py (pip install mpi4py)", importlib.util.find_spec("mpi4py") is not None),
+        )
+        if not ok
+    ]
+    if not missing:
+        return
+    message = "OpenMPI tests need " + ", ".join(missing)
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[EmbeddedAPIServer]:
+    srv = EmbeddedAPIServer()
+    await srv.start(port=0)
+    yield srv
+    await srv.stop()
+
+
+@pytest.fixture
+async def api(server: EmbeddedAPIServer) -> AsyncIterator[KubeAPI]:
+    client = KubeAPI(server.url)
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def plane(server: EmbeddedAPIServer, api: KubeAPI, tmp_path: Path) -> AsyncIterator[NodeAgent]:
+    """Node agent + binder + Job controller: pods without nodeName get scheduled and run."""
+    agent = NodeAgent(
+        api,
+        NodeConfig(
+            root_dir=tmp_path / "node",
+            backoff_base=0.2,
+            backoff_cap=0.4,
+            retry_interval=0.2,
+            heartbeat_interval=0.5,
+            shutdown_grace=2.0,
+            working_dir=tmp_path,
+        ),
+    )
+    await agent.start()
+    server.log_provider = agent.log_provider
+    binder = Binder(api, resync_interval=0.5)
+    await binder.start()
+    jobs = JobController(api, backoff_base=0.1, backoff_cap=0.2)
+    await jobs.start()
+    yield agent
+    await jobs.stop()
+    await binder.stop()
+    await agent.stop()
+
+
+async def create(api: KubeAPI, obj: JsonDict, namespace: str = "default") -> JsonDict:
+    if obj["kind"] == "Job":
+        return await api.create(group_path("batch", "v1", "jobs", namespace), obj)
+    plural = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps", "Secret": "secrets"}
+    return await api.create(core_path(plural[obj["kind"]], namespace), obj)
+
+
+async def wait_for(
+    check: Callable[[], Awaitable[Any]], timeout: float = 30.0, what: str = "condition"
+) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; last={last!r}")
+
+
+async def get_job(api: KubeAPI, name: str, namespace: str = "default") -> JsonDict | None:
+    return await api.get_or_none(group_path("batch", "v1", "jobs", namespace, name))
+
+
+async def job_condition(api: KubeAPI, name: str, kind: str, timeout: float = 60.0) -> JsonDict:
+    async def check() -> JsonDict | None:
+        job = await get_job(api, name)
+        for cond in ((job or {}).get("status") or {}).get("conditions") or []:
+            if cond.get("type") == kind and cond.get("status") == "True":
+                return job
+        return None
+
+    result: JsonDict = await wait_for(check, timeout, f"job {name} condition {kind}")
+    return result
+
+
+async def job_pods(api: KubeAPI, name: str, namespace: str = "default") -> list[JsonDict]:
+    items, _ = await api.list(
+        core_path("pods", namespace), {"labelSelector": f"batch.kubernetes.io/job-name={name}"}
+    )
+    return items
+
+
+async def read_log(api: KubeAPI, name: str, namespace: str = "default", **params: str) -> str:
+    async with api.session.get(
+        f"{api.base_url}{core_path('pods', namespace, name, 'log')}", params=params
+    ) as r:
+        text = await r.text()
+        assert r.status == 200, text
+        return text
