@@ -29,7 +29,7 @@ from .exec import ExecService
 from .informer import Informer
 from .kubeapi import ApiError, KubeAPI, core_path, group_path
 from .logs import ContainerLogs, NodeLogProvider
-from .network import HOST_IP, PodNetwork, ServiceEntry
+from .network import DEFAULT_POD_CIDR, HOST_IP, PodCIDRLease, PodNetwork, ServiceEntry
 from .podworker import PodWorker
 from .status import rfc3339
 
@@ -57,8 +57,16 @@ class NodeAgent:
         self.log_provider = NodeLogProvider(self._logs_of)
         self._own_root = self.config.root_dir is None
         self.root = Path(self.config.root_dir or tempfile.mkdtemp(prefix="kubetrain-node-"))
+        self._cidr_lease: PodCIDRLease | None = None
+        pod_cidr = self.config.pod_cidr
+        if pod_cidr is None:
+            if self.config.network == "isolated":
+                self._cidr_lease = PodCIDRLease.claim()
+                pod_cidr = self._cidr_lease.cidr
+            else:
+                pod_cidr = DEFAULT_POD_CIDR
         self.network = PodNetwork(
-            self.root / "net", self.config.network, self.config.pod_cidr, self.config.cluster_domain
+            self.root / "net", self.config.network, pod_cidr, self.config.cluster_domain
         )
         self.exec_service = ExecService(
             self.root / "bin", self.network, lambda: list(self.workers.values()), self.config.cluster_domain
@@ -108,6 +116,8 @@ class NodeAgent:
             )
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
+        if self._cidr_lease is not None:
+            self._cidr_lease.release()
 
     def pids(self) -> list[int]:
         """Process ids of the running container processes (for tests and diagnostics)."""
@@ -140,7 +150,7 @@ class NodeAgent:
                 "labels": labels,
                 "annotations": {"kubetrain.io/network-mode": cfg.network},
             },
-            "spec": {"podCIDR": cfg.pod_cidr, "podCIDRs": [cfg.pod_cidr]},
+            "spec": {"podCIDR": self.network.pod_cidr, "podCIDRs": [self.network.pod_cidr]},
             "status": self._node_status(resources),
         }
 

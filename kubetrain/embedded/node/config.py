@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .images import ImageMap
-from .network import DEFAULT_POD_CIDR, NetworkMode
+from .network import NetworkMode
 
 
 def _memory_bytes() -> int:
@@ -34,7 +34,8 @@ class NodeConfig:
     max_pods: int = 110
     labels: dict[str, str] = field(default_factory=dict)
     network: NetworkMode = "isolated"
-    pod_cidr: str = DEFAULT_POD_CIDR
+    pod_cidr: str | None = None
+    """None claims a free 127.N.0.0/16 for this agent (see PodCIDRLease); host mode ignores it."""
     cluster_domain: str = "cluster.local"
     image_map: ImageMap = field(default_factory=ImageMap.load)
     working_dir: Path = field(default_factory=Path.cwd)

@@ -82,6 +82,36 @@ static int in_pod_net(const struct in_addr *a) {
     return (a->s_addr & net_mask.s_addr) == (net_addr.s_addr & net_mask.s_addr);
 }
 
+/* Ports this process bound on the wildcard address (rewritten to the pod IP): in a real pod,
+   127.0.0.1:p reaches them, so connect() to loopback on one of these ports goes to the pod IP. */
+#define MAX_WILDCARD_PORTS 256
+static in_port_t wildcard_ports[MAX_WILDCARD_PORTS];
+static int n_wildcard_ports = 0;
+
+static void remember_wildcard(in_port_t port_be) {
+    for (int i = 0; i < n_wildcard_ports; i++) if (wildcard_ports[i] == port_be) return;
+    if (n_wildcard_ports < MAX_WILDCARD_PORTS) wildcard_ports[n_wildcard_ports++] = port_be;
+}
+
+static int bound_on_wildcard(in_port_t port_be) {
+    for (int i = 0; i < n_wildcard_ports; i++) if (wildcard_ports[i] == port_be) return 1;
+    return 0;
+}
+
+static void note_bound_port(int fd, int family) {
+    int saved = errno;
+    if (family == AF_INET) {
+        struct sockaddr_in local;
+        socklen_t llen = sizeof local;
+        if (getsockname(fd, (struct sockaddr *)&local, &llen) == 0) remember_wildcard(local.sin_port);
+    } else {
+        struct sockaddr_in6 local;
+        socklen_t llen = sizeof local;
+        if (getsockname(fd, (struct sockaddr *)&local, &llen) == 0) remember_wildcard(local.sin6_port);
+    }
+    errno = saved;
+}
+
 static int is_v4mapped(const struct in6_addr *a) {
     static const unsigned char prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     return memcmp(a->s6_addr, prefix, 12) == 0;
@@ -100,24 +130,31 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
     if (pod_ip_set && addr && addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
         struct sockaddr_in sin;
         memcpy(&sin, addr, sizeof sin);
-        if (sin.sin_addr.s_addr == htonl(INADDR_ANY)) sin.sin_addr = pod_ip;
+        int wildcard = sin.sin_addr.s_addr == htonl(INADDR_ANY);
+        if (wildcard) sin.sin_addr = pod_ip;
         if (in_pod_net(&sin.sin_addr)) sin.sin_port = shift(sin.sin_port);
-        return real_bind(fd, (struct sockaddr *)&sin, sizeof sin);
+        int rc = real_bind(fd, (struct sockaddr *)&sin, sizeof sin);
+        if (rc == 0 && wildcard) note_bound_port(fd, AF_INET);
+        return rc;
     }
     if (pod_ip_set && addr && addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
         struct sockaddr_in6 sin6;
         memcpy(&sin6, addr, sizeof sin6);
-        int v6only = 0;
+        int v6only = 0, wildcard = 0;
         socklen_t optlen = sizeof v6only;
         if (memcmp(&sin6.sin6_addr, &in6addr_any, sizeof(struct in6_addr)) == 0
-            && getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &optlen) == 0 && !v6only)
+            && getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &optlen) == 0 && !v6only) {
             set_v4mapped(&sin6.sin6_addr, &pod_ip);
+            wildcard = 1;
+        }
         if (is_v4mapped(&sin6.sin6_addr)) {
             struct in_addr v4;
             memcpy(&v4, &sin6.sin6_addr.s6_addr[12], 4);
             if (in_pod_net(&v4)) sin6.sin6_port = shift(sin6.sin6_port);
         }
-        return real_bind(fd, (struct sockaddr *)&sin6, sizeof sin6);
+        int rc = real_bind(fd, (struct sockaddr *)&sin6, sizeof sin6);
+        if (rc == 0 && wildcard) note_bound_port(fd, AF_INET6);
+        return rc;
     }
     return real_bind(fd, addr, len);
 }
@@ -155,6 +192,8 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
     if (pod_ip_set && addr && addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
         struct sockaddr_in sin;
         memcpy(&sin, addr, sizeof sin);
+        if (sin.sin_addr.s_addr == htonl(INADDR_LOOPBACK) && bound_on_wildcard(sin.sin_port))
+            sin.sin_addr = pod_ip;  /* our own wildcard listener, which lives on the pod IP */
         if (in_pod_net(&sin.sin_addr)) {
             sin.sin_port = shift(sin.sin_port);
             bind_source(fd, AF_INET);
@@ -166,6 +205,12 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
         memcpy(&sin6, addr, sizeof sin6);
         struct in_addr v4;
         memcpy(&v4, &sin6.sin6_addr.s6_addr[12], 4);
+        if (bound_on_wildcard(sin6.sin6_port)
+            && (IN6_IS_ADDR_LOOPBACK(&sin6.sin6_addr)
+                || (is_v4mapped(&sin6.sin6_addr) && v4.s_addr == htonl(INADDR_LOOPBACK)))) {
+            set_v4mapped(&sin6.sin6_addr, &pod_ip);  /* [::1]:p or [::ffff:127.0.0.1]:p */
+            memcpy(&v4, &pod_ip, 4);
+        }
         if (is_v4mapped(&sin6.sin6_addr) && in_pod_net(&v4)) {
             sin6.sin6_port = shift(sin6.sin6_port);
             bind_source(fd, AF_INET6);

@@ -47,9 +47,11 @@ elsewhere use mode ``host`` (every pod at 127.0.0.1, names unresolved).
 from __future__ import annotations
 
 import ctypes.util
+import fcntl
 import glob
 import ipaddress
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Network
@@ -61,9 +63,50 @@ from .netshim import ShimUnavailable, build_shim
 NetworkMode = Literal["isolated", "host"]
 
 DEFAULT_POD_CIDR = "127.244.0.0/16"
+_CIDR_SECOND_OCTETS = range(244, 63, -1)  # 127.244/16 downward: every agent on a machine gets its own
 HOST_IP = "127.0.0.1"
 CLUSTER_DOMAIN = "cluster.local"
 PORT_OFFSET = 40000
+
+
+class PodCIDRLease:
+    """A /16 of 127/8 held (by an flock) for one agent's lifetime.
+
+    Two local planes on one machine (two `kubetrain run`s, parallel tests) must never hand out the
+    same pod IP: their pods bind the same fixed ports (every TF worker: 2222). Each agent claims the
+    first free 127.N.0.0/16 from 127.244 downward; the lock dies with the process, so a crashed agent
+    never leaks its range.
+    """
+
+    def __init__(self, cidr: str, handle: int | None) -> None:
+        self.cidr = cidr
+        self._handle = handle
+
+    @classmethod
+    def claim(cls, lock_dir: Path | None = None) -> PodCIDRLease:
+        directory = lock_dir or Path(tempfile.gettempdir())
+        for octet in _CIDR_SECOND_OCTETS:
+            cidr = f"127.{octet}.0.0/16"
+            try:
+                handle = os.open(
+                    directory / f"kubetrain-podnet-127.{octet}.lock", os.O_RDWR | os.O_CREAT, 0o666
+                )
+            except OSError:
+                continue  # another user's lock file we cannot open: treat the range as taken
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(handle)
+                continue
+            return cls(cidr, handle)
+        raise NetworkUnavailable(
+            "every local pod address range (127.64-244.0.0/16) is in use by other agents"
+        )
+
+    def release(self) -> None:
+        if self._handle is not None:
+            os.close(self._handle)
+            self._handle = None
 
 
 class NetworkUnavailable(RuntimeError):

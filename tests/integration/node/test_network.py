@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from kubetrain.embedded.node import KubeAPI, NodeAgent
+from kubetrain.embedded.node.network import PodCIDRLease
 
 from .conftest import container, create, pod, read_log, wait_phase
 
@@ -121,3 +123,36 @@ async def test_two_torch_gloo_jobs_on_the_same_master_port(
         p = await wait_phase(api, name, "Succeeded", "Failed", timeout=45)
         assert p["status"]["phase"] == "Succeeded", await read_log(api, name)
         assert (await read_log(api, name)).strip().splitlines()[-1] == "3"
+
+
+LOOPBACK_SELF = r"""
+import socket
+server = socket.socket()
+server.bind(("0.0.0.0", 0))  # rebound to the pod IP by the shim
+server.listen()
+port = server.getsockname()[1]
+client = socket.create_connection(("127.0.0.1", port), timeout=5)  # XGBoost's collective does this
+peer, _ = server.accept()
+client.sendall(b"ping")
+print(peer.recv(4).decode(), flush=True)
+"""
+
+
+async def test_a_pod_reaches_its_own_wildcard_port_through_loopback(api: KubeAPI, agent: NodeAgent) -> None:
+    await create(api, pod("self-loop", container("main", LOOPBACK_SELF), restartPolicy="Never"))
+    p = await wait_phase(api, "self-loop", "Succeeded", "Failed")
+    assert p["status"]["phase"] == "Succeeded", await read_log(api, "self-loop")
+    assert (await read_log(api, "self-loop")).strip() == "ping"
+
+
+def test_each_agent_claims_its_own_pod_address_range(tmp_path: Path) -> None:
+    first, second = PodCIDRLease.claim(tmp_path), PodCIDRLease.claim(tmp_path)
+    try:
+        assert first.cidr == "127.244.0.0/16" and second.cidr == "127.243.0.0/16"
+        first.release()
+        third = PodCIDRLease.claim(tmp_path)  # a released range is free again
+        assert third.cidr == "127.244.0.0/16"
+        third.release()
+    finally:
+        first.release()
+        second.release()
