@@ -80,6 +80,7 @@ class KubeClient:
         self._server_hostname = configuration.tls_server_name
         self.requests_total = 0
         self.retries_total = 0
+        self._session: aiohttp.ClientSession | None = None
 
     # -- construction ------------------------------------------------------------------------
 
@@ -115,7 +116,21 @@ class KubeClient:
         return cls(Configuration(host=url), **kwargs)
 
     async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
         await self._api.close()
+
+    def _http(self) -> aiohttp.ClientSession:
+        """kubernetes_asyncio's connector (TLS, pool size) in a session without `trust_env`.
+
+        With `trust_env` aiohttp looks up proxies and ~/.netrc in a thread for every request: two
+        executor hops per API call, a third of the operator's time when creating 2,000 objects.
+        A proxy configured in the kubeconfig is still passed with every request (`_send`).
+        """
+        if self._session is None:
+            pool: aiohttp.ClientSession = self._api.rest_client.pool_manager
+            self._session = aiohttp.ClientSession(connector=pool.connector, connector_owner=False)
+        return self._session
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -379,8 +394,10 @@ class KubeClient:
         params = (query or []) + auth_query
         if params:
             url += "?" + urlencode(params)
-        session: aiohttp.ClientSession = self._api.rest_client.pool_manager
+        session = self._http()
         kwargs: dict[str, Any] = {}
+        if self.configuration.proxy:
+            kwargs["proxy"] = self.configuration.proxy
         if self._server_hostname:
             kwargs["server_hostname"] = self._server_hostname
         return await session.request(method, url, data=data, headers=headers, timeout=timeout, **kwargs)
