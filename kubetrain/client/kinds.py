@@ -2,6 +2,11 @@
 
 kubectl accepts the kind, the plural, the singular and short names in any case, optionally
 qualified by the group; users expect the same of us, so we accept exactly those forms.
+
+Every kind the operator serves is known: the six generic kinds, MPIJob, ChainerJob and Caffe2Job.
+MPIJob resolves to `kubeflow.org/v1`, the version kubectl prefers for the shared CRD (it serves
+v2beta1 too, with the same content); a job is listed and read the same way whichever version it
+was written in.
 """
 
 from __future__ import annotations
@@ -9,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.kinds_mpi import CAFFE2JOB, CHAINERJOB, MPIJOB_V1
 from kubetrain.client.errors import UnknownKind
+
+ALL_KINDS: Mapping[str, KindInfo] = {
+    **KINDS,
+    MPIJOB_V1.kind: MPIJOB_V1,
+    CHAINERJOB.kind: CHAINERJOB,
+    CAFFE2JOB.kind: CAFFE2JOB,
+}
 
 
 def _names(info: KindInfo) -> Iterable[str]:
@@ -21,7 +34,7 @@ def _names(info: KindInfo) -> Iterable[str]:
 
 def resolve_kind(name: str, kinds: Mapping[str, KindInfo] | None = None) -> KindInfo:
     """The KindInfo for a user-typed kind name; raises `UnknownKind` listing the valid names."""
-    registry = KINDS if kinds is None else kinds
+    registry = ALL_KINDS if kinds is None else kinds
     text = name.strip().lower()
     for info in registry.values():
         qualified = f".{info.group}"
@@ -33,4 +46,4 @@ def resolve_kind(name: str, kinds: Mapping[str, KindInfo] | None = None) -> Kind
 
 def all_kinds(kinds: Mapping[str, KindInfo] | None = None) -> list[KindInfo]:
     """Every job kind, in registry order (what `list(kind=None)` and `kubetrain get` cover)."""
-    return list((KINDS if kinds is None else kinds).values())
+    return list((ALL_KINDS if kinds is None else kinds).values())

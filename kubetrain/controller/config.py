@@ -7,6 +7,8 @@ from dataclasses import dataclass
 VOLCANO_PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
 SCHEDULER_PLUGINS_PODGROUP = ("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
 HPA = ("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
+DEFAULT_MPI_KUBECTL_DELIVERY_IMAGE = "kubeflow/kubectl-delivery:latest"
+"""training-operator's `--mpi-kubectl-delivery-image` default (MPIJob v1 launcher init container)."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,9 @@ class ControllerConfig:
     pytorch_init_container_max_tries: int = 100
     pytorch_init_container_template: str | None = None
     """Contents of `--pytorch-init-container-template-file`, if the operator was given one."""
+    mpi_kubectl_delivery_image: str = DEFAULT_MPI_KUBECTL_DELIVERY_IMAGE
+    """`--mpi-kubectl-delivery-image`: the image whose init container copies kubectl into an
+    MPIJob v1 launcher (`/opt/kube`), so `kubexec.sh` can `kubectl exec` into the workers."""
 
     @property
     def gang_scheduling(self) -> bool:

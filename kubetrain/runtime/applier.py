@@ -29,6 +29,8 @@ Watched = Callable[[str, str], bool]
 @dataclass
 class ApplyResult:
     created: list[dict] = field(default_factory=list)
+    patched: list[dict] = field(default_factory=list)
+    """The objects as the API server returned them after each successful patch."""
     errors: list[ApiError] = field(default_factory=list)
     writes: dict[tuple[str, str], int] = field(default_factory=dict)
 
@@ -119,9 +121,13 @@ class Applier:
     async def _patch(self, action: PatchObject, result: ApplyResult) -> None:
         ref = action.ref
         try:
-            await self.client.merge_patch(ref.api_version, ref.kind, ref.namespace, ref.name, action.patch)
+            patched = await self.client.merge_patch(
+                ref.api_version, ref.kind, ref.namespace, ref.name, action.patch
+            )
         except ApiError as err:
             result.count("patch", "error")
             result.errors.append(err)
             return
         result.count("patch", "ok")
+        if isinstance(patched, dict):
+            result.patched.append(patched)

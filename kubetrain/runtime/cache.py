@@ -23,6 +23,7 @@ OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
 INDEX_NAMESPACE = "namespace"
 INDEX_OWNER_UID = "owner-uid"
 INDEX_JOB_NAME = "job-name"
+INDEX_NAME_PREFIX = "name-prefix"
 
 
 def object_key(obj: JsonDict) -> str:
@@ -55,6 +56,22 @@ def index_by_job_name(obj: JsonDict) -> list[str]:
     meta = obj.get("metadata") or {}
     job = (meta.get("labels") or {}).get(JOB_NAME_LABEL)
     return [f"{meta.get('namespace', '')}/{job}"] if job else []
+
+
+def index_by_name_prefix(obj: JsonDict) -> list[str]:
+    """ "<namespace>/<p>" for every dash-separated prefix p of the name ("a-b-c": a, a-b, a-b-c).
+
+    A job's children are all named `<job>` or `<job>-<suffix>`, so looking up "<ns>/<job>" finds
+    every object that could carry one of its children's names, whoever owns it: what the MPI
+    planners need to refuse a namesake they do not control (`ErrResourceExists`).
+    """
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    if not name:
+        return []
+    ns = meta.get("namespace", "")
+    parts = name.split("-")
+    return [f"{ns}/{'-'.join(parts[: i + 1])}" for i in range(len(parts))]
 
 
 DEFAULT_INDEXERS: dict[str, IndexFunc] = {

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.controller.config import ControllerConfig
+from kubetrain.controller.config import DEFAULT_MPI_KUBECTL_DELIVERY_IMAGE, ControllerConfig
 from kubetrain.runtime.ratelimit import DEFAULT_QUEUE_BURST, DEFAULT_QUEUE_QPS
 from kubetrain.runtime.transport import DEFAULT_BURST, DEFAULT_QPS
 
@@ -54,6 +54,7 @@ class RuntimeConfig:
     pytorch_init_container_image: str = "alpine:3.10"
     pytorch_init_container_max_tries: int = 100
     pytorch_init_container_template: str | None = None
+    mpi_kubectl_delivery_image: str = DEFAULT_MPI_KUBECTL_DELIVERY_IMAGE
     max_writes_in_flight: int = 200
     queue_qps: float = DEFAULT_QUEUE_QPS
     queue_burst: int = DEFAULT_QUEUE_BURST
@@ -79,4 +80,5 @@ class RuntimeConfig:
             pytorch_init_container_image=self.pytorch_init_container_image,
             pytorch_init_container_max_tries=self.pytorch_init_container_max_tries,
             pytorch_init_container_template=self.pytorch_init_container_template,
+            mpi_kubectl_delivery_image=self.mpi_kubectl_delivery_image,
         )

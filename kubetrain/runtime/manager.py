@@ -7,6 +7,18 @@ Flow per job key `<Kind>/<namespace>/<name>`:
 
 Workers start only after every cache has synced: acting on a partial cache would re-create pods
 that merely had not been listed yet (spec performance-reliability §3.2).
+
+Kinds with their own planners (MPIJob v1/v2beta1, ChainerJob, Caffe2Job; `kubetrain.runtime.kinds`)
+need three things more from the caches, all in `observed_for` and `_child_handler`:
+
+* the pods of the job's batch/v1 Jobs (an MPIJob v2beta1 launcher runs as a Job, whose pods the
+  Job controller owns): they are shown to the planner and their events reach the job through
+  the Job's own controller reference;
+* namesakes: objects of a watched kind in the job's namespace named `<job>` or `<job>-...` that
+  the job does not control, so the planner can refuse them (`ErrResourceExists`) instead of
+  creating over them; such a pass counts as an error and is retried with backoff, as upstream;
+* the patch of the job itself (the `kubeflow.org/mpi-api-version` annotation freezing which
+  version's mechanics an MPIJob uses): its response becomes the base of this pass's status write.
 """
 
 from __future__ import annotations
@@ -15,25 +27,30 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.controller import reconciler
 from kubetrain.controller.config import ChildType, ControllerConfig
+from kubetrain.controller.mpi.common import ERR_RESOURCE_EXISTS
 from kubetrain.controller.plan import CreateObject, Observed, Plan
+from kubetrain.runtime import kinds as served
 from kubetrain.runtime.applier import Applier
 from kubetrain.runtime.cache import (
+    DEFAULT_INDEXERS,
     INDEX_JOB_NAME,
+    INDEX_NAME_PREFIX,
     INDEX_OWNER_UID,
     JOB_NAME_LABEL,
     OPERATOR_NAME_LABEL,
     Change,
+    IndexFunc,
     controller_owner,
+    index_by_name_prefix,
 )
 from kubetrain.runtime.config import RuntimeConfig, resolve_kinds
 from kubetrain.runtime.crds import install_crds
@@ -52,11 +69,17 @@ log = logging.getLogger(__name__)
 
 JsonDict = dict[str, Any]
 PlanFn = Callable[[JsonDict, Observed, datetime, ControllerConfig], Plan]
-ChildrenFn = Callable[[ControllerConfig], list[ChildType]]
+ChildrenFn = Callable[..., list[ChildType]]
+"""(config) -> child types, or (config, kind names) -> child types when `Planner.by_kind`."""
 
 POD_KEY = "v1/Pod"
 SERVICE_KEY = "v1/Service"
+BATCH_JOB_KEY = "batch/v1/Job"
+PRIORITY_CLASS = ChildType("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", None)
+"""mpi-operator reads PriorityClass values to order a gang's minResources (spec §5.5); they are
+cluster-scoped context, not children, so every one is shown to an MPIJob's planner."""
 OWNED_SELECTOR = OPERATOR_NAME_LABEL
+FORBIDDEN = 403
 
 
 class KindSpec(Protocol):
@@ -80,14 +103,22 @@ class Planner:
 
     plan: PlanFn
     watched_children: ChildrenFn
+    by_kind: bool = False
+    """Whether `watched_children` also takes the served kind names (the real one does: MPIJob
+    and ChainerJob own ConfigMaps, Secrets, RBAC objects, batch Jobs, StatefulSets)."""
 
     @classmethod
     def default(cls) -> Planner:
-        return cls(reconciler.plan, reconciler.watched_children)
+        return cls(served.plan, reconciler.watched_children, by_kind=True)
+
+    def children(self, config: ControllerConfig, kinds: Sequence[str]) -> list[ChildType]:
+        if self.by_kind:
+            return self.watched_children(config, list(kinds))
+        return self.watched_children(config)
 
 
 def default_kinds() -> Mapping[str, KindSpec]:
-    return KINDS
+    return served.SERVED_KINDS
 
 
 def utcnow() -> datetime:
@@ -152,6 +183,9 @@ class Manager:
         all_kinds = kinds if kinds is not None else default_kinds()
         enabled = resolve_kinds(self.config.enabled_schemes, all_kinds)
         self.kinds: dict[str, KindSpec] = {k: all_kinds[k] for k in enabled}
+        # Kinds the caller neither passed nor named: skipped when their CRD is not served (an
+        # install of the generic CRDs only must not wait forever for mpijobs to list).
+        self._optional_kinds = set() if kinds is not None or self.config.enabled_schemes else set(enabled)
         self.metrics = Metrics(registry)
         self.expectations = Expectations()
         self.recorder = EventRecorder(client, max_pending=self.config.event_queue_size)
@@ -160,6 +194,7 @@ class Manager:
         self.controllers: dict[str, KindController] = {}
         self.child_informers: dict[str, Informer] = {}
         self.child_types: dict[str, ChildType] = {}
+        self._services_by_owner = False
         self.applier = Applier(
             client,
             self.expectations,
@@ -182,6 +217,7 @@ class Manager:
         """Build and sync the caches, then start the workers. Raises if caches do not sync."""
         if self.config.install_crds and self.crd_manifests:
             await install_crds(self.client, self.crd_manifests)
+        await self._drop_unserved_kinds()
         await self._build_child_informers()
         for kind, info in self.kinds.items():
             resource = self.client.resource(info.api_version, info.kind)
@@ -239,21 +275,53 @@ class Manager:
 
     # -- informers and event mapping ---------------------------------------------------------
 
+    async def _drop_unserved_kinds(self) -> None:
+        """Leave out the default kinds the API server does not serve, before their children are
+        watched (no Secret or Role informer for an MPIJob CRD that is not installed)."""
+        for kind in [k for k in self.kinds if k in self._optional_kinds]:
+            info = self.kinds[kind]
+            problem = await self._unserved(self.client.resource(info.api_version, info.kind))
+            if problem:
+                log.warning("%s: not reconciling %s", problem, kind)
+                del self.kinds[kind]
+
+    def _child_types(self) -> list[ChildType]:
+        """Pods and Services, then what the planner asks for; a kind asked for with two
+        selectors is watched unfiltered (MPIJob v2beta1's Service carries no operator label)."""
+        types: dict[str, ChildType] = {
+            POD_KEY: ChildType("v1", "Pod", "pods", OWNED_SELECTOR),
+            SERVICE_KEY: ChildType("v1", "Service", "services", OWNED_SELECTOR),
+        }
+        requested = list(self.planner.children(self.controller_config, list(self.kinds)))
+        if self.controller_config.gang_scheduling and "MPIJob" in self.kinds:
+            requested.append(PRIORITY_CLASS)
+        for ct in requested:
+            if ct.key == SERVICE_KEY:
+                self._services_by_owner = True
+            have = types.get(ct.key)
+            if have is None:
+                types[ct.key] = ct
+            elif have.label_selector != ct.label_selector:
+                types[ct.key] = replace(have, label_selector=None)
+        return list(types.values())
+
     async def _build_child_informers(self) -> None:
-        types = [
-            ChildType("v1", "Pod", "pods", OWNED_SELECTOR),
-            ChildType("v1", "Service", "services", OWNED_SELECTOR),
-        ]
-        for ct in self.planner.watched_children(self.controller_config):
-            if ct.key not in {t.key for t in types}:
-                types.append(ct)
-        for ct in types:
+        indexers: dict[str, IndexFunc] | None = None
+        if served.OWN_PLANNER_KINDS & set(self.kinds):
+            indexers = {**DEFAULT_INDEXERS, INDEX_NAME_PREFIX: index_by_name_prefix}
+        for ct in self._child_types():
             resource = self._child_resource(ct)
-            if ct.key not in (POD_KEY, SERVICE_KEY) and not await self._served(resource):
-                log.warning("%s is not served by the API server; not watching it", ct.key)
-                continue
+            if ct.key not in (POD_KEY, SERVICE_KEY):
+                problem = await self._unserved(resource)
+                if problem:
+                    log.warning("%s; not watching %s", problem, ct.key)
+                    continue
             informer = Informer(
-                self.client, resource, namespace=self.config.namespace, label_selector=ct.label_selector
+                self.client,
+                resource,
+                namespace=self.config.namespace,
+                label_selector=ct.label_selector,
+                indexers=indexers,
             )
             informer.add_handler(self._child_handler)
             self.child_informers[ct.key] = informer
@@ -264,15 +332,20 @@ class Manager:
             self.client.registry.register(ResourceType(ct.api_version, ct.kind, ct.plural))
         return self.client.resource(ct.api_version, ct.kind)
 
-    async def _served(self, resource: ResourceType) -> bool:
-        """Upstream watches PodGroups only if their CRD is installed (spec §3.1)."""
+    async def _unserved(self, resource: ResourceType) -> str:
+        """Why `resource` cannot be watched ("" when it can). Upstream watches PodGroups only if
+        their CRD is installed (spec §3.1); a kind the operator's RBAC does not grant (MPIJob v1's
+        Roles without the mpi-v1 component, PriorityClasses in a single-namespace install) is
+        left out the same way instead of failing the whole operator."""
         try:
             await self.client.list(resource.api_version, resource.plural, self.config.namespace, limit=1)
         except ApiError as err:
             if err.not_found:
-                return False
+                return f"{resource.plural}.{resource.api_version} is not served by the API server"
+            if err.status == FORBIDDEN:
+                return f"the operator may not list {resource.plural}.{resource.api_version}"
             raise
-        return True
+        return ""
 
     def _job_handler(self, kc: KindController) -> Callable[[Change], None]:
         def handle(change: Change) -> None:
@@ -290,13 +363,23 @@ class Manager:
     def _child_handler(self, change: Change) -> None:
         obj = change.new or change.old
         assert obj is not None
+        meta = obj["metadata"]
         owner = controller_owner(obj)
         if owner is None:
             return
-        kc = self.controllers.get(owner.get("kind", ""))
-        if kc is None or owner.get("apiVersion") != kc.info.api_version:
+        if owner.get("kind") == "Job" and owner.get("apiVersion") == "batch/v1":
+            # A pod of a batch Job (an MPIJob v2beta1 launcher): the Job's owner is the job. We
+            # never created the pod, so no expectation is involved.
+            jobs = self.child_informers.get(BATCH_JOB_KEY)
+            parent = jobs.store.get(meta.get("namespace"), owner.get("name", "")) if jobs else None
+            grand = controller_owner(parent) if parent is not None else None
+            kc = self._controller_for(grand)
+            if kc is not None and grand is not None:
+                kc.queue.add(job_key(kc.info.kind, meta.get("namespace", ""), grand["name"]))
             return
-        meta = obj["metadata"]
+        kc = self._controller_for(owner)
+        if kc is None:
+            return
         key = job_key(kc.info.kind, meta.get("namespace", ""), owner["name"])
         child = child_id(obj.get("kind", ""), meta["name"])
         if change.type == "ADDED":
@@ -306,6 +389,15 @@ class Manager:
             self.expectations.deletion_observed(key, child)
         kc.queue.add(key)
 
+    def _controller_for(self, owner: JsonDict | None) -> KindController | None:
+        """The controller of the job an owner reference names (either MPIJob version)."""
+        if owner is None:
+            return None
+        kc = self.controllers.get(owner.get("kind", ""))
+        if kc is None or owner.get("apiVersion") not in served.owner_api_versions(kc.info):
+            return None
+        return kc
+
     def _observable(self, obj: JsonDict) -> bool:
         ct = self.child_types.get(f"{obj.get('apiVersion')}/{obj.get('kind')}")
         if ct is None:
@@ -314,9 +406,10 @@ class Manager:
 
     # -- the reconcile -----------------------------------------------------------------------
 
-    def observed_for(self, job: JsonDict) -> Observed:
+    def observed_for(self, job: JsonDict, kind: str | None = None) -> Observed:
         """The job's children from the caches: pods by owner uid and job-name label, services by
-        label, other kinds by controller owner uid."""
+        label, other kinds by controller owner uid; for the kinds with their own planners also
+        the pods of their batch Jobs and the namesakes (module docstring)."""
         meta = job["metadata"]
         ns, name, uid = meta.get("namespace", ""), meta["name"], meta.get("uid")
         pods: list[JsonDict] = []
@@ -330,11 +423,39 @@ class Manager:
                     if (p["metadata"].get("labels") or {}).get(JOB_NAME_LABEL) == name
                     and p["metadata"].get("namespace") == ns
                 ]
+            elif key == PRIORITY_CLASS.key:
+                others[key] = informer.store.list()
+                continue
             elif key == SERVICE_KEY:
                 services = informer.store.by_index(INDEX_JOB_NAME, f"{ns}/{name}")
+                if self._services_by_owner:
+                    others[key] = informer.store.by_index(INDEX_OWNER_UID, uid or "") if uid else []
             else:
                 others[key] = informer.store.by_index(INDEX_OWNER_UID, uid or "") if uid else []
+        if kind in served.OWN_PLANNER_KINDS:
+            pods = _merged(pods, self._batch_job_pods(others.get(BATCH_JOB_KEY, ())))
+            pods = _merged(pods, self._namesakes(POD_KEY, ns, name))
+            for key in others:
+                if key != PRIORITY_CLASS.key:
+                    others[key] = _merged(others[key], self._namesakes(key, ns, name))
         return Observed(pods=pods, services=services, others=others)
+
+    def _batch_job_pods(self, jobs: Iterable[JsonDict]) -> list[JsonDict]:
+        informer = self.child_informers.get(POD_KEY)
+        if informer is None:
+            return []
+        out: list[JsonDict] = []
+        for owned in jobs:
+            job_uid = (owned.get("metadata") or {}).get("uid")
+            if job_uid:
+                out.extend(informer.store.by_index(INDEX_OWNER_UID, job_uid))
+        return out
+
+    def _namesakes(self, key: str, namespace: str, name: str) -> list[JsonDict]:
+        informer = self.child_informers.get(key)
+        if informer is None or not namespace:
+            return []
+        return informer.store.by_index(INDEX_NAME_PREFIX, f"{namespace}/{name}")
 
     async def _worker(self, kc: KindController) -> None:
         while True:
@@ -367,7 +488,7 @@ class Manager:
             # The observing event will enqueue the key; the timer only covers a lost event.
             kc.queue.add_after(key, self.expectations.remaining_ttl(key) + 0.001)
             return
-        observed = self.observed_for(job)
+        observed = self.observed_for(job, kc.info.kind)
         try:
             plan = self.planner.plan(job, observed, self._clock(), self.controller_config)
         except Exception:
@@ -379,9 +500,13 @@ class Manager:
         outcome = await self.applier.apply(key, ns, plan.actions)
         for (verb, result), n in outcome.writes.items():
             self.metrics.api_writes.labels(verb=verb, result=result).inc(n)
+        source = served.controller_name(kc.info, job)
         for event in plan.events:
-            involved = involved_object(job) if event.involved is None else _ref_dict(event.involved)
-            self.recorder.record(kc.info.controller_name, involved, event.type, event.reason, event.message)
+            if event.involved is None:
+                involved = {**involved_object(job), "apiVersion": served.event_api_version(kc.info, job)}
+            else:
+                involved = _ref_dict(event.involved)
+            self.recorder.record(source, involved, event.type, event.reason, event.message)
         self.metrics.events_dropped.set(self.recorder.dropped)
         self._time_pods_created(kc, job, observed, plan, outcome.errors == [])
 
@@ -391,10 +516,29 @@ class Manager:
             self.metrics.reconcile_errors.labels(kind=kc.info.kind).inc()
             kc.queue.add_rate_limited(key)
             return
-        if plan.status is not None and not await self._write_status(kc, key, job, plan.status):
-            return
+        # The job patched itself (MPIJob's version annotation): write status over that version,
+        # not over the cached one the patch just made stale.
+        base = next((o for o in outcome.patched if _same_object(o, job)), None)
+        if base is not None:
+            self._store_if_newer(kc, base)
+        if plan.status is not None:
+            if not await self._write_status(kc, key, base or job, plan.status):
+                return
+            if kc.info.kind in served.OWN_PLANNER_KINDS:
+                # These planners take upstream's one-step-per-sync shape (e.g. a v2beta1 MPIJob
+                # cleans its workers on the pass after the one that finished it), and upstream's
+                # next sync comes from the watch event of this very write, which our cache
+                # deduplicates since it already holds the written version: requeue instead.
+                kc.queue.add(key)
         for metric in plan.metrics:
             self.metrics.increment(metric)
+        if any(event.reason == ERR_RESOURCE_EXISTS for event in plan.events):
+            # A namesake we do not control blocks the job: upstream returns an error and retries
+            # with backoff, which also notices the namesake's deletion (it has no owner to
+            # enqueue us).
+            self.metrics.reconcile_errors.labels(kind=kc.info.kind).inc()
+            kc.queue.add_rate_limited(key)
+            return
         kc.queue.forget(key)
 
     async def _write_status(self, kc: KindController, key: str, job: JsonDict, status: JsonDict) -> bool:
@@ -450,15 +594,42 @@ class Manager:
 
 
 def _desired_replicas(job: JsonDict, info: KindSpec) -> int | None:
+    """Pods the job's replica specs ask for; None when the field is not a map of replica specs
+    (Caffe2Job's `replicaSpecs` is a single spec, ChainerJob's worker sets are StatefulSets)."""
     field = getattr(info, "replica_specs_field", None)
     specs = (job.get("spec") or {}).get(field) if field else None
-    if not isinstance(specs, dict):
+    if not isinstance(specs, dict) or info.kind in ("ChainerJob", "Caffe2Job"):
         return None
     total = 0
     for rspec in specs.values():
+        if rspec is not None and not isinstance(rspec, dict):
+            return None
         replicas = (rspec or {}).get("replicas")
+        if replicas is not None and not isinstance(replicas, int):
+            return None
         total += 1 if replicas is None else int(replicas)
     return total
+
+
+def _merged(first: Sequence[JsonDict], more: Iterable[JsonDict]) -> list[JsonDict]:
+    """`first` then the objects of `more` not already in it (cache entries are shared dicts)."""
+    seen = {id(o) for o in first}
+    out = list(first)
+    for obj in more:
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            out.append(obj)
+    return out
+
+
+def _same_object(obj: JsonDict, job: JsonDict) -> bool:
+    a, b = obj.get("metadata") or {}, job.get("metadata") or {}
+    return bool(
+        obj.get("kind") == job.get("kind")
+        and a.get("namespace") == b.get("namespace")
+        and a.get("name") == b.get("name")
+        and (not a.get("uid") or not b.get("uid") or a.get("uid") == b.get("uid"))
+    )
 
 
 def _depth_of(queue: WorkQueue[str]) -> Callable[[], float]:

@@ -16,6 +16,8 @@ from kubetrain.controller.plan import MetricIncrement
 log = logging.getLogger(__name__)
 
 UPSTREAM_COUNTERS = ("created", "deleted", "successful", "failed", "restarted")
+MPI_OPERATOR_COUNTERS = ("created", "successful", "failed")
+"""mpi-operator's own counters (spec §5.7), label-less, for MPIJob v2beta1 jobs."""
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _CREATE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 45, 90, 180, 600)
@@ -32,6 +34,14 @@ class Metrics:
                 registry=self.registry,
             )
             for what in UPSTREAM_COUNTERS
+        }
+        self.mpi_counters: dict[str, Counter] = {
+            f"mpi_operator_jobs_{what}_total": Counter(
+                f"mpi_operator_jobs_{what}_total",
+                f"Counts number of MPI jobs {what}",
+                registry=self.registry,
+            )
+            for what in MPI_OPERATOR_COUNTERS
         }
         self.workqueue_depth = Gauge(
             "kubetrain_workqueue_depth", "Job keys waiting for a worker", ["kind"], registry=self.registry
@@ -71,6 +81,10 @@ class Metrics:
     def increment(self, metric: MetricIncrement) -> bool:
         """Apply a planner's MetricIncrement; unknown names are logged, never raised."""
         name = metric.name if metric.name.endswith("_total") else metric.name + "_total"
+        plain = self.mpi_counters.get(name)
+        if plain is not None:
+            plain.inc()
+            return True
         counter = self.job_counters.get(name)
         if counter is None:
             log.warning("unknown metric %s from planner", metric.name)

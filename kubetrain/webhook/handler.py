@@ -13,6 +13,14 @@ operations onto them the way controller-runtime's `CustomValidator` plumbing doe
 MXJob: upstream 1.8 served a webhook that always allowed with a deprecation warning, and 1.9
 dropped the kind. We validate MXJob with the ≤1.7 controller rules instead (a job that the
 controller would fail later is better refused at `kubectl apply`), and keep a deprecation warning.
+
+MPIJob (v1 and v2beta1), ChainerJob and Caffe2Job get no webhook, as upstream: their controllers
+validate (mpi-operator: a Warning `ValidationError` event and nothing else; training-operator's
+v1 MPIJob: Failed with `MPIJobFailedValidation`), and `kubetrain validate` runs the same checks
+offline. A webhook would have to pick one of the two MPIJob versions' rule sets for a request
+whose mechanics the conversion rule decides later (`kubetrain.api.conversion_mpi`), and would put
+the operator in the path of every MPIJob write, including Kueue's v2beta1 ones, which
+mpi-operator never did. So `routes()` serves the six generic kinds only.
 """
 
 from __future__ import annotations

@@ -37,4 +37,17 @@ def test_other_group_is_not_ours() -> None:
 
 
 def test_all_kinds_in_registry_order() -> None:
-    assert [i.kind for i in all_kinds()] == list(KINDS)
+    assert [i.kind for i in all_kinds()] == [*KINDS, "MPIJob", "ChainerJob", "Caffe2Job"]
+
+
+@pytest.mark.parametrize(
+    ("name", "api_version"),
+    [
+        ("mpijob", "kubeflow.org/v1"),
+        ("MPIJobs", "kubeflow.org/v1"),
+        ("chj", "kubeflow.org/v1alpha1"),
+        ("caffe2jobs.kubeflow.org", "kubeflow.org/v1alpha1"),
+    ],
+)
+def test_kinds_with_their_own_planners(name: str, api_version: str) -> None:
+    assert resolve_kind(name).api_version == api_version

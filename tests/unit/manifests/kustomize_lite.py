@@ -1,7 +1,9 @@
 """Just enough kustomize to render manifests/ in-process, and a schema check for what it renders.
 
-The tree uses a small subset of kustomize: `resources` (files and directories), `namespace`,
-`labels` (metadata only), `images`, and `patches` by path (strategic merge, `$patch: delete`).
+The tree uses a small subset of kustomize: `resources` (files and directories), `components`
+(a `kind: Component` directory with `resources` and `patches`, applied after the resources),
+`namespace`, `labels` (metadata only), `images`, and `patches` by path (strategic merge,
+`$patch: delete`).
 This renderer implements exactly that subset, so the manifest tests need no binary; a separate
 test compares its output with `kubectl kustomize` wherever kubectl exists (always in CI), which
 keeps the two honest. A kustomization using anything else is refused loudly, never half-rendered.
@@ -24,7 +26,8 @@ from kubernetes_asyncio import client as k8s
 
 Obj = dict[str, Any]
 
-SUPPORTED_KEYS = {"apiVersion", "kind", "resources", "namespace", "labels", "images", "patches"}
+SUPPORTED_KEYS = {"apiVersion", "kind", "resources", "components", "namespace", "labels", "images", "patches"}
+COMPONENT_KEYS = {"apiVersion", "kind", "resources", "patches"}
 CLUSTER_SCOPED = {
     "Namespace",
     "ClusterRole",
@@ -69,9 +72,13 @@ def render(directory: Path) -> list[Obj]:
     if unknown:
         raise UnsupportedKustomization(f"{kfile}: unsupported fields {sorted(unknown)}")
     objects: list[Obj] = []
+    if spec.get("kind") == "Component":
+        raise UnsupportedKustomization(f"{kfile}: a Component is only rendered through `components`")
     for entry in spec.get("resources") or ():
         target = (directory / entry).resolve()
         objects.extend(render(target) if target.is_dir() else load_yaml(target))
+    for entry in spec.get("components") or ():
+        objects = apply_component((directory / entry).resolve(), objects)
     for patch in spec.get("patches") or ():
         if set(patch) != {"path"}:
             raise UnsupportedKustomization(f"{kfile}: only patches by path are supported")
@@ -92,6 +99,26 @@ def render(directory: Path) -> list[Obj]:
     if duplicates:
         raise UnsupportedKustomization(f"{directory}: duplicate objects {sorted(duplicates)}")
     return objects
+
+
+def apply_component(directory: Path, objects: list[Obj]) -> list[Obj]:
+    """A kustomize Component: its resources join the parent's objects, then its patches apply."""
+    kfile = directory / "kustomization.yaml"
+    (spec,) = load_yaml(kfile)
+    if spec.get("kind") != "Component":
+        raise UnsupportedKustomization(f"{kfile}: listed under components but is not a Component")
+    unknown = set(spec) - COMPONENT_KEYS
+    if unknown:
+        raise UnsupportedKustomization(f"{kfile}: unsupported fields {sorted(unknown)}")
+    out = list(objects)
+    for entry in spec.get("resources") or ():
+        target = (directory / entry).resolve()
+        out.extend(render(target) if target.is_dir() else load_yaml(target))
+    for patch in spec.get("patches") or ():
+        if set(patch) != {"path"}:
+            raise UnsupportedKustomization(f"{kfile}: only patches by path are supported")
+        out = apply_patch(out, load_yaml(directory / patch["path"]))
+    return out
 
 
 def apply_patch(objects: list[Obj], patches: list[Obj]) -> list[Obj]:

@@ -7,6 +7,7 @@ covers each thing the operator does and nothing it should not be able to do.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,11 @@ from kustomize_lite import render
 
 from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import webhook_name
+from kubetrain.controller import chainer, mpi
+from kubetrain.controller.config import ControllerConfig
+from kubetrain.controller.plan import CreateObject, Observed
 from kubetrain.runtime.health import BindAddress
+from kubetrain.runtime.kinds import SERVED_KINDS
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME
 from kubetrain.webhook.handler import routes
 from kubetrain.webhook.provisioner import (
@@ -244,19 +249,27 @@ def test_rbac_has_no_wildcards_escalation_or_exec(rendered: tuple[str, list[Obj]
         assert set(rule["verbs"]) <= {"get", "list", "watch", "create", "update", "patch", "delete"}, where
 
 
-def test_secrets_only_the_certificate_secret_in_the_operator_namespace(
+def test_secrets_are_never_updated_or_deleted_except_the_certificate(
     rendered: tuple[str, list[Obj]],
 ) -> None:
-    _, objects = rendered
+    """MPIJob v2beta1 keeps an SSH key Secret per job, in the job's namespace: the operator may
+    read Secrets and create or patch them (as mpi-operator does), never update or delete one
+    other than its own certificate Secret, which it may not create (it is shipped)."""
+    overlay, objects = rendered
+    scope = "kubeflow" if overlay == "single-namespace" else "any"
     for role, rule in bound_rules(objects):
-        if "secrets" in rule["resources"]:
+        if "secrets" not in rule["resources"]:
+            continue
+        if rule.get("resourceNames") is not None:
             assert role["kind"] == "Role" and role["metadata"]["namespace"] == "kubeflow"
             assert rule["resourceNames"] == [DEFAULT_SECRET_NAME]
             assert set(rule["verbs"]) <= {"get", "update", "patch"}
-    for verb in ("get", "list", "watch"):
-        assert not grants(objects, "", "secrets", verb), verb
-        assert not grants(objects, "", "secrets", verb, name="other", namespace="kubeflow"), verb
-    assert grants(objects, "", "secrets", "get", name=DEFAULT_SECRET_NAME, namespace="kubeflow")
+        else:
+            assert set(rule["verbs"]) <= {"get", "list", "watch", "create", "patch"}, rule
+    for verb in ("get", "list", "watch", "create", "patch"):
+        assert grants(objects, "", "secrets", verb, name="pi-ssh", namespace=scope), verb
+    for verb in ("update", "delete", "deletecollection"):
+        assert not grants(objects, "", "secrets", verb, name="pi-ssh", namespace=scope), verb
     assert grants(objects, "", "secrets", "update", name=DEFAULT_SECRET_NAME, namespace="kubeflow")
     one(objects, "Secret", DEFAULT_SECRET_NAME)  # shipped, so no `create` is needed
 
@@ -278,15 +291,23 @@ def test_webhook_configuration_and_lease_only_by_name(rendered: tuple[str, list[
 def test_rbac_covers_what_the_operator_does(rendered: tuple[str, list[Obj]]) -> None:
     overlay, objects = rendered
     scope = "kubeflow" if overlay == "single-namespace" else None
+    written = ("get", "list", "watch", "create", "patch")
     needed: list[tuple[str, str, tuple[str, ...]]] = [
         ("", "pods", ("get", "list", "watch", "create", "delete", "patch")),
-        ("", "services", ("get", "list", "watch", "create", "delete")),
+        ("", "services", ("get", "list", "watch", "create", "delete", "patch")),
         ("", "events", ("create", "patch")),
         ("autoscaling", "horizontalpodautoscalers", ("get", "list", "watch", "create", "update", "delete")),
         ("scheduling.volcano.sh", "podgroups", ("get", "list", "watch", "create", "update", "delete")),
         ("scheduling.x-k8s.io", "podgroups", ("get", "list", "watch", "create", "update", "delete")),
+        # MPIJob (hostfile ConfigMaps, SSH Secrets, launcher Jobs) and ChainerJob (StatefulSets).
+        ("", "configmaps", written),
+        ("", "secrets", written),
+        ("batch", "jobs", written),
+        ("apps", "statefulsets", written),
     ]
-    for info in KINDS.values():
+    if overlay == "cluster-wide":
+        needed.append(("scheduling.k8s.io", "priorityclasses", ("get", "list", "watch")))
+    for info in SERVED_KINDS.values():
         needed.append((info.group, info.plural, ("get", "list", "watch", "update", "patch", "delete")))
         needed.append((info.group, f"{info.plural}/status", ("get", "update", "patch")))
     for group, resource, verbs in needed:
@@ -303,3 +324,80 @@ def test_single_namespace_has_no_cluster_wide_workload_access(rendered: tuple[st
         assert [r["resources"] for r in cluster_rules] == [["validatingwebhookconfigurations"]]
     else:
         assert any("pods" in r["resources"] for r in cluster_rules)
+
+
+# -- the opt-in launcher RBAC component ------------------------------------------------------------
+
+
+def launcher_roles() -> list[Obj]:
+    """The Roles the MPIJob v1 and ChainerJob planners create for their launchers."""
+    v1_job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": "tf", "namespace": "team", "uid": "u1"},
+        "spec": {
+            "mpiReplicaSpecs": {
+                rtype: {"replicas": n, "template": {"spec": {"containers": [{"name": "mpi", "image": "x"}]}}}
+                for rtype, n in (("Launcher", 1), ("Worker", 2))
+            }
+        },
+    }
+    chainer_job = {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "ChainerJob",
+        "metadata": {"name": "ch", "namespace": "team", "uid": "u2"},
+        "spec": {
+            "master": {"template": {"spec": {"containers": [{"name": "chainer", "image": "x"}]}}},
+            "workerSets": {
+                "ws": {
+                    "replicas": 2,
+                    "template": {"spec": {"containers": [{"name": "chainer", "image": "x"}]}},
+                }
+            },
+        },
+    }
+    now = datetime(2024, 1, 1, tzinfo=UTC)
+    plans = [
+        mpi.plan(v1_job, Observed(), now, ControllerConfig()),
+        chainer.plan(chainer_job, Observed(), now, ControllerConfig()),
+    ]
+    roles = [
+        a.obj for p in plans for a in p.actions if isinstance(a, CreateObject) and a.obj["kind"] == "Role"
+    ]
+    assert len(roles) == 2
+    return roles
+
+
+def test_launcher_rbac_component_lets_the_operator_grant_what_launchers_get(tmp_path: Path) -> None:
+    """RBAC escalation prevention: the operator may only create a Role whose every permission it
+    holds itself; the component adds exactly the launcher objects and pods/exec."""
+    from test_manifests_render import with_launcher_rbac
+
+    base = render(MANIFESTS / "overlays" / "cluster-wide")
+    objects = render(with_launcher_rbac(tmp_path))
+    for group, resource in (
+        ("", "serviceaccounts"),
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+    ):
+        for verb in ("get", "list", "watch", "create", "patch"):
+            assert grants(objects, group, resource, verb, namespace="team"), (resource, verb)
+            assert not grants(base, group, resource, verb, namespace="team"), (resource, verb)
+    for role in launcher_roles():
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        for name in rule.get("resourceNames") or [None]:
+                            assert grants(objects, group, resource, verb, name=name, namespace="team"), (
+                                role["metadata"]["name"],
+                                resource,
+                                verb,
+                            )
+    assert not grants(base, "", "pods/exec", "create", namespace="team")
+    added = [
+        rule
+        for role, rule in bound_rules(objects)
+        if role["metadata"]["name"] == "training-operator-launcher-rbac"
+    ]
+    assert all(set(r["verbs"]) <= {"get", "list", "watch", "create", "patch"} for r in added)

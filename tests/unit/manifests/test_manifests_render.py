@@ -67,7 +67,7 @@ def test_namespaced_objects_land_in_kubeflow_and_cluster_objects_have_no_namespa
 
 
 def test_crds_in_the_tree_are_exactly_the_generated_ones() -> None:
-    generated = {name: yaml.safe_load(text) for name, text in crds.generate().items()}
+    generated = {name: yaml.safe_load(text) for name, text in crds.generate_all().items()}
     listed = load_yaml(MANIFESTS / "crds" / "kustomization.yaml")[0]["resources"]
     on_disk = sorted(p.name for p in (MANIFESTS / "crds").glob("*.yaml") if p.name != "kustomization.yaml")
     hint = "list every generated CRD file in manifests/crds/kustomization.yaml"
@@ -103,6 +103,32 @@ def test_the_in_process_renderer_agrees_with_kubectl_kustomize(overlay: str) -> 
     assert sorted(ours) == sorted(theirs)
     for key, obj in theirs.items():
         assert ours[key] == obj, key
+
+
+def with_launcher_rbac(tmp_path: Path) -> Path:
+    """A user's overlay: cluster-wide plus the opt-in launcher-rbac component (relative paths,
+    as kustomize refuses absolute ones)."""
+    rel = Path(os.path.relpath(MANIFESTS, tmp_path))
+    (tmp_path / "kustomization.yaml").write_text(
+        f"resources:\n- {rel / 'overlays' / 'cluster-wide'}\n"
+        f"components:\n- {rel / 'components' / 'launcher-rbac'}\n"
+    )
+    return tmp_path
+
+
+def test_launcher_rbac_component_renders_and_matches_kubectl(tmp_path: Path) -> None:
+    overlay = with_launcher_rbac(tmp_path)
+    ours = {identity(o): o for o in render(overlay)}
+    added = set(ours) - {identity(o) for o in render(MANIFESTS / "overlays" / "cluster-wide")}
+    assert {(kind, name) for _, kind, _, name in added} == {
+        ("ClusterRole", "training-operator-launcher-rbac"),
+        ("ClusterRoleBinding", "training-operator-launcher-rbac"),
+    }
+    assert {k: schema_errors(o) for k, o in ours.items() if schema_errors(o)} == {}
+    if shutil.which("kubectl") is None:
+        return
+    theirs = {identity(o): o for o in kubectl_kustomize(overlay)}
+    assert ours == theirs
 
 
 def test_renderer_pieces() -> None:
