@@ -37,9 +37,9 @@ from prometheus_client import CollectorRegistry
 from kubetrain.controller import reconciler
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.mpi.common import ERR_RESOURCE_EXISTS
-from kubetrain.controller.plan import CreateObject, Observed, Plan
+from kubetrain.controller.plan import Action, CreateObject, ObjectRef, Observed, PatchObject, Plan
 from kubetrain.runtime import kinds as served
-from kubetrain.runtime.applier import Applier
+from kubetrain.runtime.applier import Applier, ApplyResult
 from kubetrain.runtime.cache import (
     DEFAULT_INDEXERS,
     INDEX_JOB_NAME,
@@ -497,9 +497,28 @@ class Manager:
             kc.queue.add_rate_limited(key)
             return
 
-        outcome = await self.applier.apply(key, ns, plan.actions)
-        for (verb, result), n in outcome.writes.items():
-            self.metrics.api_writes.labels(verb=verb, result=result).inc(n)
+        # The job's own patches (MPIJob's version annotation), then its status, then the children.
+        # Status before the child writes: a plan that finishes a job (cleanPodPolicy deletes) or
+        # restarts a pod (a delete, counted in status.kubetrain) must have its status stored before
+        # the deletes, or an operator dying in between leaves an unfinished job without its pods
+        # (recreated: kubeflow/trainer#1186) or a restart that was never counted.
+        own: list[Action] = [a for a in plan.actions if isinstance(a, PatchObject) and _refers_to(a.ref, job)]
+        children = [a for a in plan.actions if not (isinstance(a, PatchObject) and _refers_to(a.ref, job))]
+        first = await self.applier.apply(key, ns, own)
+        self._count_writes(first)
+        if first.errors:
+            self.metrics.reconcile_errors.labels(kind=kc.info.kind).inc()
+            kc.queue.add_rate_limited(key)
+            return
+        # Write status over the version the job's own patch returned, not the stale cached one.
+        base = next((o for o in first.patched if _same_object(o, job)), None)
+        if base is not None:
+            self._store_if_newer(kc, base)
+        if plan.status is not None and not await self._write_status(kc, key, base or job, plan.status):
+            return
+
+        outcome = await self.applier.apply(key, ns, children)
+        self._count_writes(outcome)
         source = served.controller_name(kc.info, job)
         for event in plan.events:
             if event.involved is None:
@@ -516,20 +535,12 @@ class Manager:
             self.metrics.reconcile_errors.labels(kind=kc.info.kind).inc()
             kc.queue.add_rate_limited(key)
             return
-        # The job patched itself (MPIJob's version annotation): write status over that version,
-        # not over the cached one the patch just made stale.
-        base = next((o for o in outcome.patched if _same_object(o, job)), None)
-        if base is not None:
-            self._store_if_newer(kc, base)
-        if plan.status is not None:
-            if not await self._write_status(kc, key, base or job, plan.status):
-                return
-            if kc.info.kind in served.OWN_PLANNER_KINDS:
-                # These planners take upstream's one-step-per-sync shape (e.g. a v2beta1 MPIJob
-                # cleans its workers on the pass after the one that finished it), and upstream's
-                # next sync comes from the watch event of this very write, which our cache
-                # deduplicates since it already holds the written version: requeue instead.
-                kc.queue.add(key)
+        if plan.status is not None and kc.info.kind in served.OWN_PLANNER_KINDS:
+            # These planners take upstream's one-step-per-sync shape (e.g. a v2beta1 MPIJob
+            # cleans its workers on the pass after the one that finished it), and upstream's
+            # next sync comes from the watch event of this very write, which our cache
+            # deduplicates since it already holds the written version: requeue instead.
+            kc.queue.add(key)
         for metric in plan.metrics:
             self.metrics.increment(metric)
         if any(event.reason == ERR_RESOURCE_EXISTS for event in plan.events):
@@ -540,6 +551,10 @@ class Manager:
             kc.queue.add_rate_limited(key)
             return
         kc.queue.forget(key)
+
+    def _count_writes(self, outcome: ApplyResult) -> None:
+        for (verb, result), n in outcome.writes.items():
+            self.metrics.api_writes.labels(verb=verb, result=result).inc(n)
 
     async def _write_status(self, kc: KindController, key: str, job: JsonDict, status: JsonDict) -> bool:
         """PUT /status conditional on the cached resourceVersion; on 409 re-get and requeue."""
@@ -620,6 +635,15 @@ def _merged(first: Sequence[JsonDict], more: Iterable[JsonDict]) -> list[JsonDic
             seen.add(id(obj))
             out.append(obj)
     return out
+
+
+def _refers_to(ref: ObjectRef, job: JsonDict) -> bool:
+    meta = job.get("metadata") or {}
+    return (
+        ref.kind == job.get("kind")
+        and ref.namespace == meta.get("namespace")
+        and ref.name == meta.get("name")
+    )
 
 
 def _same_object(obj: JsonDict, job: JsonDict) -> bool:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-import pytest
-
 from kubetrain.embedded.apiserver.store import Event as StoreEvent
 from tests.integration.operator.harness import Cluster, PodAudit, conditions, job, wait_for
 
@@ -38,12 +36,6 @@ def pod_deleted(name: str) -> Callable[[StoreEvent], bool]:
     return match
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (runtime/manager.py reconcile): a finishing plan's cleanPodPolicy deletes are applied "
-    "before its Succeeded status is written; killed in between, the next incarnation sees an "
-    "unfinished job without pods and creates them again (the job re-runs, trainer#1186)",
-)
 async def test_killed_between_cleanup_and_succeeded_status_does_not_rerun() -> None:
     async with Cluster.start() as cluster:
         audit = PodAudit()

@@ -15,10 +15,9 @@ from tests.integration.operator.harness import Cluster, Operator, PodAudit, wait
 from tests.integration.reliability.lifecycles import lifecycles, settle_and_check
 
 SEED = 20260101
-# "clean-all" (cleanPodPolicy All) is left out while the finishing plan deletes pods before it
-# writes Succeeded: a kill in between re-runs the job. test_reliability_kill_windows.py pins that
-# bug down deterministically; add the scenario back here once it is fixed.
-CHAOS_SCENARIOS = ("succeed", "restart", "fail")
+# "clean-all" (cleanPodPolicy All) checks that a kill between the Succeeded status and the cleanup
+# never re-runs a job (the manager writes a finishing status before the plan's deletes).
+CHAOS_SCENARIOS = ("succeed", "restart", "fail", "clean-all")
 JOBS = 20
 MIN_KILLS = 6
 
