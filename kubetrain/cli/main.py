@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from kubetrain import __version__
-from kubetrain.cli import inspect, logs, manage, run, serve, validate
+from kubetrain.cli import inspect, install, logs, manage, node, operator, run, serve, validate
 from kubetrain.cli.common import err
 from kubetrain.client.errors import EXIT_INVALID, KubetrainError
 
@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     logs.register(sub)
     manage.register(sub)
     validate.register(sub)
+    operator.register(sub)
+    install.register(sub)
+    node.register(sub)
     return parser
 
 

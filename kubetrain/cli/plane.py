@@ -1,9 +1,10 @@
-"""The single-machine plane in one process: API server, CRDs, operator, binder and node agent.
+"""The single-machine plane in one process: API server, CRDs, operator, binder, Job controller, node.
 
 `kubetrain run` and `kubetrain up` both compose it on the current event loop. Start order makes
 each piece find what it needs: the server first, then the CRDs and the operator (its caches
-sync against an empty server), then the binder and the node, which turns bound pods into local
-processes. Stop order is the reverse, node first, so that no pod process outlives the plane.
+sync against an empty server), then the binder, the batch/v1 Job controller (MPIJob v2beta1
+launchers are Jobs) and the node, which turns bound pods into local processes. Stop order is the
+reverse, node first, so that no pod process outlives the plane.
 """
 
 from __future__ import annotations
@@ -14,18 +15,23 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kubetrain.api.crds import crd_for
-from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api import validation
+from kubetrain.api.kinds import KindInfo
 from kubetrain.client.aio import AsyncClient
 from kubetrain.client.errors import KubetrainError
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.embedded.apiserver.admission import AdmissionRequest, AdmissionResult
+from kubetrain.embedded.jobcontroller import JobController
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.scheduler import Binder
 from kubetrain.runtime.config import RuntimeConfig
 from kubetrain.runtime.errors import ApiError
+from kubetrain.runtime.kinds import crd_manifests
 from kubetrain.runtime.manager import Manager
 from kubetrain.runtime.transport import KubeClient
+from kubetrain.webhook import review
+from kubetrain.webhook.handler import admit, routes
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +69,30 @@ polling every 0.2 s (the same total budget as upstream's 2 s x MaxTries) so loca
 """
 
 
-def crd_manifests() -> list[JsonDict]:
-    """One CRD dict per kind (versions of a kind grouped), as the operator installs them."""
-    grouped: dict[str, list[KindInfo]] = {}
-    for info in KINDS.values():
-        grouped.setdefault(info.crd_name, []).append(info)
-    return [crd_for(infos) for infos in grouped.values()]
+_VALIDATED: dict[tuple[str, str], KindInfo] = {(i.api_version, i.kind): i for i in routes().values()}
+
+
+def kubeflow_admission(request: AdmissionRequest) -> AdmissionResult | None:
+    """The operator's validating webhooks, called in-process by the embedded API server.
+
+    On a cluster the API server calls `kubetrain.webhook` over TLS for kubeflow.org kinds; the
+    local plane has no webhook client, so it calls the same `admit` directly: an invalid job is
+    refused at create/update with upstream's webhook name and field errors, exactly as
+    `kubectl apply` shows it on a cluster. Subresources (status, scale) are not validated, as the
+    webhook configuration's rules list the main resources only.
+    """
+    info = _VALIDATED.get((request.api_version, request.kind))
+    if info is None or request.subresource:
+        return None
+    verdict = admit(info, review.AdmissionRequest(
+        uid="", operation=request.operation, object=request.object, old_object=request.old_object,
+        kind={"group": request.group, "version": request.version, "kind": request.kind},
+        namespace=request.namespace, name=request.name, dry_run=request.dry_run))
+    if verdict.allowed:
+        return AdmissionResult.allow(verdict.warnings)
+    status = verdict.status
+    return AdmissionResult(False, str(status.get("message") or ""), int(status.get("code") or 403),
+                           str(status.get("reason") or ""), validation.webhook_name(info), verdict.warnings)
 
 
 class PlaneError(KubetrainError):
@@ -89,10 +113,11 @@ class LocalPlane:
         self.working_dir = working_dir or Path.cwd()
         self.node_name = node_name
         self.operator_workers = operator_workers
-        self.server = EmbeddedAPIServer()
+        self.server = EmbeddedAPIServer(admission=[kubeflow_admission])
         self.manager: Manager | None = None
         self.agent: NodeAgent | None = None
         self.binder: Binder | None = None
+        self.jobs: JobController | None = None
         self._kube: KubeClient | None = None
         self._node_api: KubeAPI | None = None
         self._started = False
@@ -115,6 +140,7 @@ class LocalPlane:
             await self.manager.start()
             self._node_api = KubeAPI(self.url)
             self.binder = Binder(self._node_api)
+            self.jobs = JobController(self._node_api)
             try:
                 self.agent = NodeAgent(self._node_api, NodeConfig(
                     node_name=self.node_name, working_dir=self.working_dir, network=self.network))
@@ -125,6 +151,7 @@ class LocalPlane:
             await self.agent.start()
             self.server.log_provider = self.agent.log_provider
             await self.binder.start()
+            await self.jobs.start()
             self._started = True
         except BaseException:
             await self.stop()
@@ -155,6 +182,8 @@ class LocalPlane:
             await _quietly(self.agent.stop(), "node agent")
         if self.binder is not None:
             await _quietly(self.binder.stop(), "binder")
+        if self.jobs is not None:
+            await _quietly(self.jobs.stop(), "Job controller")
         if self.manager is not None:
             await _quietly(self.manager.stop(drain_timeout=2.0), "operator")
         if self._node_api is not None:
@@ -164,7 +193,7 @@ class LocalPlane:
         with contextlib.suppress(RuntimeError):
             _ = self.server.url  # raises when the server never started
             await _quietly(self.server.stop(), "API server")
-        self.agent = self.binder = self.manager = None
+        self.agent = self.binder = self.manager = self.jobs = None
         self._kube = self._node_api = None
 
 

@@ -1,0 +1,224 @@
+"""`kubetrain install`: render the kustomize tree in manifests/ and apply it, print it, or remove it.
+
+Rendering uses `kubectl kustomize` (or a standalone `kustomize build`), the renderer users and CI
+already trust; the result is post-processed for `--namespace` and `--image` the way kustomize's
+`namespace:` and `images:` would, so no overlay has to be edited for the common cases.
+
+Applying is server-side apply (`fieldManager=kubetrain-install`, forced), object by object in
+dependency order: namespaces and CRDs first (waiting until the CRDs are Established), then the
+rest. Server-side apply is what makes re-running it an upgrade: fields that other managers own
+are left alone, in particular the certificate data the operator writes into the webhook Secret
+(which the manifest ships empty) and the caBundle it injects into the webhook configuration.
+
+`--uninstall` deletes the same objects in reverse order; `--keep-crds` keeps the CRDs, and with
+them every job (deleting a CRD deletes all of its objects).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import kubetrain
+from kubetrain.cli.common import SubParsers, err, out, run_async
+from kubetrain.client.errors import ConfigError, KubetrainError
+from kubetrain.runtime.crds import CRD_API, is_established
+from kubetrain.runtime.errors import ApiError
+from kubetrain.runtime.transport import KubeClient
+
+JsonDict = dict[str, Any]
+
+OVERLAYS = ("cluster-wide", "single-namespace")
+FIELD_MANAGER = "kubetrain-install"
+APPLY_PATCH = "application/apply-patch+yaml"
+OPERATOR_DEPLOYMENT = "training-operator"
+DEFAULT_NAMESPACE = "kubeflow"
+FIRST = ("Namespace", "CustomResourceDefinition")
+CRD_WAIT = 60.0
+
+
+def register(sub: SubParsers) -> None:
+    p = sub.add_parser(
+        "install", help="install (or upgrade, or remove) the operator on a cluster",
+        description="Render manifests/overlays/<overlay> with kustomize and server-side apply it; "
+                    "re-running it upgrades in place. --print writes the YAML instead.")
+    p.add_argument("--print", dest="print_only", action="store_true", help="print the YAML, apply nothing")
+    p.add_argument("--overlay", choices=OVERLAYS, default="cluster-wide",
+                   help="cluster-wide (default): one operator for all namespaces; single-namespace: "
+                        "namespaced RBAC, jobs of the operator's namespace only")
+    p.add_argument("--namespace", default=DEFAULT_NAMESPACE,
+                   help=f"the operator's namespace (default: {DEFAULT_NAMESPACE}); with single-namespace, "
+                        "also the namespace it serves")
+    p.add_argument("--image", metavar="REF", help="operator image (default: the tree's kubetrain:<version>)")
+    p.add_argument("--manifests", metavar="DIR", type=Path, default=None,
+                   help="the manifests directory (default: the one next to the kubetrain package)")
+    p.add_argument("--uninstall", action="store_true", help="delete what install creates")
+    p.add_argument("--keep-crds", action="store_true", help="with --uninstall: keep the CRDs and every job")
+    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: the current one)")
+    p.set_defaults(handler=_install)
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def manifests_dir(explicit: Path | None) -> Path:
+    root = explicit or Path(kubetrain.__file__).resolve().parent.parent / "manifests"
+    if not (root / "overlays").is_dir():
+        raise ConfigError(f"no kustomize tree at {root} (expected overlays/ in it): pass --manifests DIR, "
+                          "the manifests/ directory of the kubetrain source tree")
+    return root
+
+
+def kustomize(directory: Path) -> str:
+    """`kubectl kustomize DIR`, else `kustomize build DIR`; the YAML stream."""
+    if shutil.which("kubectl"):
+        command = ["kubectl", "kustomize", str(directory)]
+    elif shutil.which("kustomize"):
+        command = ["kustomize", "build", str(directory)]
+    else:
+        raise ConfigError("rendering the manifests needs kubectl (or kustomize) on PATH")
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise KubetrainError(f"{' '.join(command)} failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+def render(directory: Path, namespace: str, image: str | None) -> list[JsonDict]:
+    objects = [o for o in yaml.safe_load_all(kustomize(directory)) if isinstance(o, dict)]
+    return retarget(objects, DEFAULT_NAMESPACE, namespace, image)
+
+
+def retarget(objects: list[JsonDict], old: str, new: str, image: str | None) -> list[JsonDict]:
+    """Move the install from namespace `old` to `new` and set the operator image.
+
+    What kustomize's `namespace:` transformer does (object namespaces, the Namespace object,
+    RBAC subjects, webhook service references), plus the two places the tree names the namespace
+    as a value: the single-namespace overlay's `--namespace=` argument and the webhooks'
+    namespaceSelector.
+    """
+    for obj in objects:
+        meta = obj.setdefault("metadata", {})
+        kind = obj.get("kind")
+        if new != old:
+            if kind == "Namespace" and meta.get("name") == old:
+                meta["name"] = new
+            if meta.get("namespace") == old:
+                meta["namespace"] = new
+            for subject in obj.get("subjects") or ():
+                if subject.get("namespace") == old:
+                    subject["namespace"] = new
+            for hook in obj.get("webhooks") or ():
+                service = (hook.get("clientConfig") or {}).get("service") or {}
+                if service.get("namespace") == old:
+                    service["namespace"] = new
+                labels = (hook.get("namespaceSelector") or {}).get("matchLabels") or {}
+                if labels.get("kubernetes.io/metadata.name") == old:
+                    labels["kubernetes.io/metadata.name"] = new
+        if kind == "Deployment" and meta.get("name") == OPERATOR_DEPLOYMENT:
+            for container in obj["spec"]["template"]["spec"].get("containers") or ():
+                container["args"] = [f"--namespace={new}" if a == f"--namespace={old}" else a
+                                     for a in container.get("args") or ()]
+                if image:
+                    container["image"] = image
+    return objects
+
+
+def ordered(objects: Iterable[JsonDict]) -> list[JsonDict]:
+    """Namespaces, then CRDs, then everything else in the rendered order."""
+    objs = list(objects)
+    return sorted(objs, key=lambda o: FIRST.index(o["kind"]) if o.get("kind") in FIRST else len(FIRST))
+
+
+# -- applying -------------------------------------------------------------------------------------
+
+
+async def apply_all(client: KubeClient, objects: list[JsonDict]) -> None:
+    objs = ordered(objects)
+    crds = [o for o in objs if o.get("kind") == "CustomResourceDefinition"]
+    for obj in objs:
+        if obj.get("kind") not in FIRST and crds:
+            await wait_established(client, [c["metadata"]["name"] for c in crds])
+            crds = []
+        await apply_one(client, obj)
+
+
+async def apply_one(client: KubeClient, obj: JsonDict) -> None:
+    meta = obj["metadata"]
+    rt = client.resource(obj["apiVersion"], obj["kind"])
+    path = rt.path(meta.get("namespace") if rt.namespaced else None, meta["name"])
+    query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+    try:
+        await client.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH)
+    except ApiError as exc:
+        raise KubetrainError(f"applying {obj['kind']} {meta['name']} failed: {exc}") from None
+    err.print(f"{obj['kind'].lower()}/{meta['name']} applied", markup=False)
+
+
+async def wait_established(client: KubeClient, names: list[str], timeout: float = CRD_WAIT) -> None:
+    async with asyncio.timeout(timeout):
+        for name in names:
+            while not is_established(await client.get(CRD_API, "CustomResourceDefinition", None, name)):
+                await asyncio.sleep(0.2)
+
+
+async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: bool) -> None:
+    for obj in reversed(ordered(objects)):
+        if keep_crds and obj.get("kind") == "CustomResourceDefinition":
+            continue
+        meta = obj["metadata"]
+        rt = client.resource(obj["apiVersion"], obj["kind"])
+        try:
+            namespace = meta.get("namespace") if rt.namespaced else None
+            await client.delete(obj["apiVersion"], obj["kind"], namespace, meta["name"],
+                                propagation_policy="Foreground")
+        except ApiError as exc:
+            if not exc.not_found:
+                raise KubetrainError(f"deleting {obj['kind']} {meta['name']} failed: {exc}") from None
+            continue
+        err.print(f"{obj['kind'].lower()}/{meta['name']} deleted", markup=False)
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def _install(args: argparse.Namespace) -> int:
+    if args.keep_crds and not args.uninstall:
+        err.print("--keep-crds only applies to --uninstall", style="red", markup=False)
+        return 2
+    objects = render(manifests_dir(args.manifests) / "overlays" / args.overlay, args.namespace, args.image)
+    if args.print_only:
+        out.print(yaml.safe_dump_all(objects, sort_keys=False), end="", markup=False)
+        return 0
+    return run_async(_apply(args, objects))
+
+
+async def _apply(args: argparse.Namespace, objects: list[JsonDict]) -> int:
+    if args.kubeconfig and not Path(args.kubeconfig).expanduser().is_file():
+        raise ConfigError(f"kubeconfig {args.kubeconfig}: no such file")
+    try:
+        client = await KubeClient.from_kubeconfig(args.kubeconfig, args.context)
+    except Exception as exc:
+        raise ConfigError(f"cannot load the kubeconfig {args.kubeconfig or '(default)'}: {exc}") from None
+    try:
+        if args.uninstall:
+            await delete_all(client, objects, args.keep_crds)
+            out.print("kubetrain operator uninstalled" + (" (CRDs and jobs kept)" if args.keep_crds else ""),
+                      markup=False)
+        else:
+            await apply_all(client, objects)
+            out.print(f"kubetrain operator installed in namespace {args.namespace} ({args.overlay}); "
+                      f"kubectl -n {args.namespace} rollout status deployment/{OPERATOR_DEPLOYMENT}",
+                      markup=False)
+        return 0
+    except TimeoutError:
+        raise KubetrainError(f"the CRDs were not Established within {CRD_WAIT:.0f}s") from None
+    finally:
+        await client.close()

@@ -1,0 +1,96 @@
+"""The admission webhook as a sidecar of the operator process (see `runtime.operator.Sidecar`).
+
+The runtime and the webhook are sibling layers that must not import each other, so the CLI wires
+them: this sidecar gets serving certificates (generated and kept in a Secret by
+`CertProvisioner`, or mounted by cert-manager), then serves `WebhookServer` on every replica.
+
+Nothing here is fatal to the operator: the controllers validate every job themselves (a job
+that bypassed the webhook fails with `<Kind>FailedValidation`), so a webhook that cannot get its
+certificates yet is retried and reported through `/readyz`, never a crash loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubetrain.api.kinds import KindInfo
+from kubetrain.runtime.transport import KubeClient
+from kubetrain.webhook.provisioner import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_SECRET_NAME,
+    DEFAULT_SERVICE_NAME,
+    CertConfig,
+    CertProvisioner,
+)
+from kubetrain.webhook.server import DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServer
+
+log = logging.getLogger(__name__)
+
+RETRY_INTERVAL = 5.0
+ROTATION_INTERVAL = 3600.0
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    """`--webhook-*` flags; defaults are upstream's (spec §9.1)."""
+
+    port: int = DEFAULT_PORT
+    host: str | None = None
+    cert_dir: Path = DEFAULT_CERT_DIR
+    namespace: str = DEFAULT_NAMESPACE
+    """Where the certificate Secret lives: the operator's own namespace (MY_POD_NAMESPACE)."""
+    service_name: str = DEFAULT_SERVICE_NAME
+    secret_name: str = DEFAULT_SECRET_NAME
+    generate_certificates: bool = True
+    """False when cert-manager (or anyone else) mounts the certificates into `cert_dir`."""
+    cluster_domain: str = "cluster.local"
+
+
+class WebhookSidecar:
+    """Certificates, then the TLS server; rotation checks every hour while it runs."""
+
+    name = "webhook"
+
+    def __init__(self, client: KubeClient, kinds: Iterable[KindInfo], options: WebhookOptions) -> None:
+        self.options = options
+        self.server = WebhookServer(options.cert_dir, host=options.host, port=options.port, kinds=kinds)
+        self.provisioner: CertProvisioner | None = None
+        if options.generate_certificates:
+            self.provisioner = CertProvisioner(client, CertConfig(
+                options.cert_dir, namespace=options.namespace, secret_name=options.secret_name,
+                service_name=options.service_name, cluster_domain=options.cluster_domain))
+
+    def ready(self) -> bool:
+        return self.server.ready
+
+    async def run(self) -> None:
+        opts = self.options
+        if self.provisioner is not None:
+            await self._retry(self.provisioner.ensure, f"webhook certificates (Secret {opts.namespace}/"
+                              f"{opts.secret_name})")
+        else:
+            log.info("waiting for webhook certificates in %s", opts.cert_dir)
+            await self.server.wait_for_certificates()
+        await self._retry(self.server.start, f"webhook server on port {opts.port}")
+        if self.provisioner is not None:
+            await asyncio.sleep(ROTATION_INTERVAL)
+            await self.provisioner.run(ROTATION_INTERVAL)
+
+    async def stop(self) -> None:
+        await self.server.stop()
+
+    @staticmethod
+    async def _retry(step: Callable[[], Awaitable[object]], what: str) -> None:
+        while True:
+            try:
+                await step()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.error("%s not ready: %s; retrying in %.0fs", what, exc, RETRY_INTERVAL)
+                await asyncio.sleep(RETRY_INTERVAL)

@@ -1,0 +1,35 @@
+"""The cluster tier's switch: importing this module skips the importing test module when
+`KUBETRAIN_E2E_KUBECONFIG` is unset. That is the tier's one skip, by design: without a cluster
+there is nothing to test here (everything else runs against the embedded API server in CI).
+
+Settings (environment):
+* `KUBETRAIN_E2E_KUBECONFIG` (required): the cluster to test;
+* `KUBETRAIN_E2E_CONTEXT`: a context of that kubeconfig (default: its current context);
+* `KUBETRAIN_E2E_OPERATOR`: `local` (default) runs `kubetrain operator` as a local process against
+  the cluster; `external` tests the operator already running there (the in-cluster Deployment of
+  `kubetrain install`, or the one inside `kubetrain up`);
+* `KUBETRAIN_E2E_IMAGE`: the image of test pods on real nodes (default python:3.11-slim; the
+  commands are `python -c ...`);
+* `KUBETRAIN_E2E_TIMEOUT`: seconds a job may take to finish (default 120).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_PATH = os.environ.get("KUBETRAIN_E2E_KUBECONFIG", "")
+if not _PATH:
+    pytest.skip("cluster tier: set KUBETRAIN_E2E_KUBECONFIG=<kubeconfig of a real cluster> to run it",
+                allow_module_level=True)
+
+KUBECONFIG = Path(_PATH).expanduser()
+CONTEXT = os.environ.get("KUBETRAIN_E2E_CONTEXT") or None
+OPERATOR_MODE = os.environ.get("KUBETRAIN_E2E_OPERATOR", "local")
+TIMEOUT = float(os.environ.get("KUBETRAIN_E2E_TIMEOUT", "120"))
+if OPERATOR_MODE not in ("local", "external"):
+    raise ValueError(f"KUBETRAIN_E2E_OPERATOR={OPERATOR_MODE!r}: use local or external")
+if not KUBECONFIG.is_file():
+    raise FileNotFoundError(f"KUBETRAIN_E2E_KUBECONFIG={KUBECONFIG}: no such file")
