@@ -1,7 +1,8 @@
 """Fast JSON encode/decode and deep copy of plain JSON data.
 
-orjson is used when it is importable (it is several times faster than the stdlib on both ends),
-otherwise the stdlib json module; kubetrain does not depend on orjson.
+orjson is several times faster than the stdlib on both ends. Like kube-apiserver (Go's int64 /
+float64), it reads integers beyond 64 bits as floats; writing such an integer (which only a client
+could have sent) falls back to the stdlib so nothing a client stored becomes unreadable.
 """
 
 from __future__ import annotations
@@ -9,24 +10,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-try:  # pragma: no cover - depends on the environment
-    import orjson as _orjson
-except ImportError:  # pragma: no cover
-    _orjson = None  # type: ignore[assignment]
+import orjson
 
 
 def dumps(obj: Any) -> bytes:
     """Serialize to compact UTF-8 JSON bytes."""
-    if _orjson is not None:
-        return _orjson.dumps(obj)
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    try:
+        return orjson.dumps(obj)
+    except TypeError:  # an integer beyond 64 bits, or a type orjson does not know
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON; raises ValueError on malformed input."""
-    if _orjson is not None:
-        return _orjson.loads(data)
-    return json.loads(data)
+    """Parse JSON; raises ValueError on malformed input (orjson.JSONDecodeError is one)."""
+    return orjson.loads(data)
 
 
 def clone(obj: Any) -> Any:
