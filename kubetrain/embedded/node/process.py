@@ -19,6 +19,10 @@ from collections.abc import Mapping
 from .errors import StartError
 from .logs import LogFile, pump
 
+PIPE_DRAIN_SECONDS = 2.0
+"""How long output may still arrive after a container's process exited."""
+EXIT_POLL_SECONDS = 0.1
+
 
 def _killpg(pgid: int, sig: int) -> bool:
     try:
@@ -83,11 +87,33 @@ class ContainerProcess:
         closer = asyncio.create_task(close_when_drained())
         return cls(proc, log, [*pumps, closer])
 
+    async def _exit_status(self) -> int:
+        """The process's exit status as soon as it exits.
+
+        Python 3.11's `Process.wait()` returns only once every pipe is closed, so a child that
+        inherited stdout (a server the container started) would hold it up forever — and with it
+        the kill of the rest of the group below. `returncode` is set at exit: poll it too.
+        """
+        waiter = asyncio.ensure_future(self.proc.wait())
+        while True:
+            done, _ = await asyncio.wait({waiter}, timeout=EXIT_POLL_SECONDS)
+            if done:
+                return waiter.result()
+            if self.proc.returncode is not None:
+                waiter.cancel()
+                return self.proc.returncode
+
     async def _wait(self) -> int:
-        rc = await self.proc.wait()
+        rc = await self._exit_status()
         self.finished_at = time.time()
         self.exit_code = 128 - rc if rc < 0 else rc
         _killpg(self.pid, signal.SIGKILL)  # the container is over: so is everything it started
+        # A process that left the group (setsid, daemonised) may still hold the pipes open: give
+        # the pumps a moment to drain what was written, then stop reading instead of waiting for
+        # an EOF that may never come (that hung the node's shutdown).
+        _, pending = await asyncio.wait(self._pumps, timeout=PIPE_DRAIN_SECONDS)
+        for task in pending:
+            task.cancel()
         await asyncio.gather(*self._pumps, return_exceptions=True)
         return self.exit_code
 

@@ -137,3 +137,22 @@ async def test_active_deadline_fails_the_pod(api: KubeAPI, agent: NodeAgent) -> 
     p = await wait_phase(api, "deadline", "Failed")
     assert p["status"]["reason"] == "DeadlineExceeded"
     assert p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 143
+
+
+ORPHANING = r"""
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # inherits stdout
+print("parent exiting", flush=True)
+"""
+
+
+async def test_a_child_holding_stdout_does_not_keep_the_container_running(
+    api: KubeAPI, agent: NodeAgent
+) -> None:
+    """The container ends when its process exits, even if a child still holds its stdout pipe; the
+    child (same process group) is killed with it."""
+    await create(api, pod("orphaning", container("main", ORPHANING), restartPolicy="Never"))
+    p = await wait_phase(api, "orphaning", "Succeeded", "Failed", timeout=10)
+    assert p["status"]["phase"] == "Succeeded"
+    assert (await read_log(api, "orphaning")).strip() == "parent exiting"
+    assert agent.pids() == []
