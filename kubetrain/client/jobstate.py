@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.kinds import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, KindInfo
+from kubetrain.api.kinds import LABEL_JOB_ROLE, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, KindInfo
 
 JsonDict = dict[str, Any]
 FINISHED = ("Succeeded", "Failed")
@@ -25,7 +25,10 @@ def state(job: JsonDict) -> str:
 
 
 def true_conditions(job: JsonDict) -> set[str]:
-    return {str(c.get("type")) for c in conditions(job) if c.get("status") == "True"}
+    types = {str(c.get("type")) for c in conditions(job) if c.get("status") == "True"}
+    if "Complete" in types:  # a ChainerJob's status is its master batch/v1 Job's: Complete = Succeeded
+        types.add("Succeeded")
+    return types
 
 
 def reached(job: JsonDict, wanted: tuple[str, ...]) -> str | None:
@@ -81,6 +84,8 @@ def replica_label(pod: JsonDict, job_name: str = "") -> str:
     rtype, index = labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_REPLICA_INDEX)
     if rtype is not None and index is not None:
         return f"{str(rtype).lower()}-{index}"
+    if str(rtype or labels.get(LABEL_JOB_ROLE, "")).lower() == "launcher":
+        return "launcher"  # an MPIJob's single launcher (v2beta1: a batch Job's pod, random suffix)
     name = str((pod.get("metadata") or {}).get("name", ""))
     prefix = f"{job_name}-"
     return name[len(prefix):] if job_name and name.startswith(prefix) else name

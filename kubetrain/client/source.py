@@ -14,8 +14,10 @@ from typing import Any
 import yaml
 
 from kubetrain.api.jobs import job_to_dict, load_documents
+from kubetrain.api.kinds_mpi import EXTRA_KIND_NAMES, parse_extra_job
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import validate_raw_with_warnings
+from kubetrain.api.validation_mpi import validate_extra
 from kubetrain.client.errors import InvalidInput, ValidationError
 
 JsonDict = dict[str, Any]
@@ -87,12 +89,32 @@ def load_jobs(source: JobSource) -> list[LoadedJob]:
     out: list[LoadedJob] = []
     for index, doc in enumerate(docs):
         where = label if len(docs) == 1 else f"{label} (document {index + 1})"
+        if isinstance(doc, dict) and doc.get("kind") in EXTRA_KIND_NAMES:
+            out.append(_load_extra(doc, where))
+            continue
         _, info, result = validate_raw_with_warnings(doc)
         if result.errors:
-            name = str(((doc.get("metadata") if isinstance(doc, dict) else None) or {}).get("name", ""))
-            raise ValidationError(result.errors, info.kind if info else "", name, where)
+            raise ValidationError(result.errors, info.kind if info else "", _name_of(doc), where)
         out.append(LoadedJob(doc, where, tuple(result.warnings)))
     return out
+
+
+def _load_extra(doc: JsonDict, where: str) -> LoadedJob:
+    """MPIJob, ChainerJob, Caffe2Job: no webhook upstream, so the rules their controllers apply."""
+    job, info, errors = parse_extra_job(doc)
+    problems = list(errors.messages())
+    if not problems and job is not None and info is not None:
+        problems = (["metadata.name: Required value: name or generateName is required"] if not job.name
+                    else validate_extra(job, info.version))
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise InvalidInput(f'{where}: {doc.get("kind")}.kubeflow.org "{_name_of(doc)}" is invalid:\n{lines}')
+    return LoadedJob(doc, where)
+
+
+def _name_of(doc: Any) -> str:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
 
 
 def load_one(source: JobSource) -> LoadedJob:

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubetrain.api.codec import decode, encode
 from kubetrain.api.defaults_mpi import default_chainer
+from kubetrain.api.kinds import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.api.kinds_mpi import CHAINERJOB, parse_extra_job
 from kubetrain.api.types_historical import ChainerJob, ChainerJobStatus, MPIConfig
 from kubetrain.api.validation_mpi import validate_chainer
@@ -327,6 +328,10 @@ def _master_job(sync: Sync, chj: ChainerJob, distributed: bool) -> JsonDict:
     master = chj.spec.master if chj.spec and chj.spec.master else None
     managed = {LABEL_JOB: chj.name, LABEL_ROLE: "master"}
     template = _template(chj, master.template if master else None, managed)
+    # Not upstream: the master pod also carries the v1 kinds' job-name and replica labels, which is
+    # how `kubetrain logs/run` and the client find a job's pods (the Job's own labels are upstream's).
+    template["metadata"]["labels"].update(
+        {LABEL_JOB_NAME: chj.name, LABEL_REPLICA_TYPE: "master", LABEL_REPLICA_INDEX: "0"})
     if distributed:
         _decorate(chj, template["spec"], _slots(master.mpi_config if master else None))
     labels = {**as_dict(chj.metadata.get("labels")), **managed}

@@ -143,3 +143,14 @@ def labels_of_meta(obj: JsonDict) -> dict[str, str]:
 def as_dict(value: object) -> JsonDict:
     """`value` when it is an object, else {} (malformed input never raises in a planner)."""
     return value if isinstance(value, dict) else {}
+
+
+def exit_detail(pod: JsonDict) -> str:
+    """"container <c> exited with code <n>" for the first container that failed, else "": what a
+    failed launcher's condition message adds so a malformed `mpirun` says how it failed."""
+    for item in as_dict(pod.get("status")).get("containerStatuses") or ():
+        state = item.get("state") if isinstance(item, dict) else None
+        terminated = state.get("terminated") if isinstance(state, dict) else None
+        if isinstance(terminated, dict) and terminated.get("exitCode"):
+            return f"container {item.get('name')} exited with code {terminated['exitCode']}"
+    return ""

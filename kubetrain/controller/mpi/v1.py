@@ -38,7 +38,7 @@ from kubetrain.controller.adoption import owned_pods
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.mpi import v1_objects as objects
-from kubetrain.controller.mpi.common import POD, Sync, data_differ, rules_differ
+from kubetrain.controller.mpi.common import POD, Sync, data_differ, exit_detail, rules_differ
 from kubetrain.controller.names import JsonDict, name_of, replica_type
 from kubetrain.controller.plan import CreateObject, Observed, Plan
 from kubetrain.controller.pods import phase, restart_count
@@ -299,6 +299,9 @@ def _update_status(ctx: Reconcile, launcher: JsonDict | bool | None, workers: li
                     ctx.metric(METRIC_RESTARTED)
             else:
                 message = f"MPIJob {ctx.name} is failed because {counts.failed} {rtype} replica(s) failed."
+                detail = exit_detail(launcher) if rtype == LAUNCHER and isinstance(launcher, dict) else ""
+                if detail:  # kubetrain addition: how the launcher failed (a malformed mpirun...)
+                    message = f"{message[:-1]}: {detail}."
                 if ctx.fail(message):
                     ctx.event("Normal", "MPIJobFailed", message)
     if has_condition(status, COND_FAILED) and status.completion_time is None:

@@ -13,7 +13,7 @@ from kubetrain.api.conditions import FALSE, TRUE, get_condition, is_finished
 from kubetrain.api.kinds import COND_FAILED, COND_RUNNING, COND_SUCCEEDED, COND_SUSPENDED
 from kubetrain.api.types import JobCondition, JobStatus, ReplicaStatus
 from kubetrain.api.types_mpi import LAUNCHER, WORKER
-from kubetrain.controller.mpi.common import Sync, as_dict
+from kubetrain.controller.mpi.common import Sync, as_dict, exit_detail
 from kubetrain.controller.mpi.conditions import set_condition
 from kubetrain.controller.names import JsonDict, meta, name_of
 from kubetrain.controller.pods import phase
@@ -68,21 +68,12 @@ def _failure(inputs: StatusInputs, cond: JsonDict) -> tuple[str, str]:
     pod_status = as_dict(last.get("status"))
     if pod_status.get("reason"):
         reason += "/" + str(pod_status["reason"])
-    detail = str(pod_status.get("message") or "") or _exit_detail(pod_status)
+    detail = str(pod_status.get("message") or "") or exit_detail(last)
     if detail:
         message += ": " + detail
     if len(message) > MESSAGE_LIMIT:
         message = message[: MESSAGE_LIMIT - 3] + "..."
     return reason, message
-
-
-def _exit_detail(pod_status: JsonDict) -> str:
-    for item in pod_status.get("containerStatuses") or ():
-        state = item.get("state") if isinstance(item, dict) else None
-        terminated = state.get("terminated") if isinstance(state, dict) else None
-        if isinstance(terminated, dict) and terminated.get("exitCode"):
-            return f"container {item.get('name')} exited with code {terminated['exitCode']}"
-    return ""
 
 
 def update_status(sync: Sync, status: JobStatus, inputs: StatusInputs, stamp: str) -> None:

@@ -140,6 +140,7 @@ class NodeAgent:
         resources = {
             "cpu": str(cfg.cpu),
             "memory": f"{cfg.memory_bytes // 1024}Ki",
+            "ephemeral-storage": f"{cfg.ephemeral_storage_bytes // 1024}Ki",
             "pods": str(cfg.max_pods),
         }
         return {

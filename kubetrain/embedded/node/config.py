@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,14 @@ def _memory_bytes() -> int:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):
         return 8 * 2**30
+
+
+def _ephemeral_storage_bytes() -> int:
+    """The kubelet's nodefs capacity: the size of the filesystem pods write to (here, the root's)."""
+    try:
+        return int(shutil.disk_usage("/").total)
+    except OSError:
+        return 100 * 2**30
 
 
 @dataclass
@@ -31,6 +40,9 @@ class NodeConfig:
     root_dir: Path | None = None
     cpu: int = field(default_factory=lambda: os.cpu_count() or 1)
     memory_bytes: int = field(default_factory=_memory_bytes)
+    ephemeral_storage_bytes: int = field(default_factory=_ephemeral_storage_bytes)
+    """Reported as ``ephemeral-storage``; pods that request some (MPIJob v1's kubectl-delivery
+    init container asks for 5Gi) are unschedulable on a node that reports none."""
     max_pods: int = 110
     labels: dict[str, str] = field(default_factory=dict)
     network: NetworkMode = "isolated"

@@ -132,7 +132,7 @@ async def test_launcher_failure_fails_the_job_without_the_double_prefix() -> Non
         failed = next(x for x in job["status"]["conditions"] if x["type"] == "Failed")
         assert (failed["reason"], failed["message"]) == (
             "MPIJobFailed",
-            "MPIJob bad is failed because 1 Launcher replica(s) failed.",
+            "MPIJob bad is failed because 1 Launcher replica(s) failed: container mpi exited with code 2.",
         )
         assert replica_statuses(job)["Launcher"] == {"failed": 1}
 

@@ -1,0 +1,174 @@
+"""The MPI-family examples train for real under `kubetrain run` (the CLI as a subprocess).
+
+MPIJob v2beta1 (ssh through the node's exec endpoint) and v1 (kubexec.sh / kubectl exec), PyTorch
+launched by mpirun, a ChainerJob and a Caffe2Job; and a malformed mpirun command that must fail
+the job with the launcher's exit code in the Failed condition's message. Outcomes are read from
+the replica-prefixed logs. A missing mpirun or mpi4py skips (with the reason), except under
+CI=true where it is an error. Sequential; about a minute on 2 cores.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.e2e_helpers import IN_CI, Run, copy_example, floats, require_modules, run_job
+
+ACCURACY_FLOOR = 0.85
+RANK = re.compile(
+    r"rank (?P<rank>\d)/(?P<size>\d) on host (?P<host>\S+) ip (?P<ip>\S+): "
+    r"allreduce\(rank \+ 1\) = (?P<sum>\d+), array allreduce = (?P<arr>[\d.]+)"
+)
+
+
+LAUNCHER_LINE = re.compile(r"^launcher(?:/[a-z0-9-]+)?\s*\| ?(.*)$")
+"""`launcher | ...` or `launcher/<container> | ...` (e2e_helpers' Run.lines skips the latter)."""
+
+
+@pytest.fixture(autouse=True)
+def openmpi() -> None:
+    if shutil.which("mpirun") is None:
+        reason = "mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
+        if IN_CI:
+            pytest.fail(f"CI=true: {reason}", pytrace=False)
+        pytest.skip(reason)
+    require_modules("mpi4py", "numpy")
+
+
+def launcher_lines(run: Run, pattern: str) -> list[re.Match[str]]:
+    """Lines of the launcher (`launcher` or `launcher/<container>`: v2beta1 names its container)."""
+    rx = re.compile(pattern)
+    texts = [m[1] for m in (LAUNCHER_LINE.match(line) for line in run.stdout.splitlines()) if m]
+    return [m for m in (rx.search(t) for t in texts) if m]
+
+
+def launcher_one(run: Run, pattern: str) -> re.Match[str]:
+    found = launcher_lines(run, pattern)
+    assert found, f"no launcher line matches {pattern!r}\n{run.describe()}"
+    return found[-1]
+
+
+def succeeded(run: Run, kind: str, name: str) -> None:
+    assert run.returncode == 0, run.describe()
+    assert f"{kind}/{name} Succeeded" in run.stderr, run.describe()
+
+
+def check_allreduce(run: Run, job: str) -> None:
+    """4 ranks, 2 on each worker pod (its hostname and pod IP), every one with the right sums."""
+    # mpirun forwards each rank's output as it comes: lines of two ranks may share one log line
+    ranks = list(RANK.finditer(run.stdout))
+    assert sorted(m["rank"] for m in ranks) == ["0", "1", "2", "3"], run.describe()
+    assert all(m["size"] == "4" and m["sum"] == "10" and m["arr"] == "10.0" for m in ranks), run.describe()
+    workers = [f"{job}-worker-0", f"{job}-worker-1"]
+    assert sorted(m["host"] for m in ranks) == sorted(workers * 2), run.describe()
+    ips = {m["ip"] for m in ranks}
+    assert len(ips) == 2 and all(ip.startswith("127.") for ip in ips), run.describe()
+    launcher_one(
+        run,
+        rf"rank 0: 4 ranks, placement \{{'{workers[0]}': 2, '{workers[1]}': 2\}}, "
+        r"expected 10, got 10: OK",
+    )
+
+
+def test_mpi_v2beta1_allreduce(tmp_path: Path) -> None:
+    run = run_job(copy_example("mpi-v2beta1-allreduce", tmp_path) / "job.yaml")
+    succeeded(run, "mpijob", "mpi-v2beta1-allreduce")
+    check_allreduce(run, "mpi-v2beta1-allreduce")
+    # v2beta1: workers run sshd (locally the idle stand-in)
+    assert re.search(r"^worker-0(/\S+)?\s*\| kubetrain: sshd is not run", run.stdout, re.M), run.describe()
+
+
+def test_mpi_v1_allreduce(tmp_path: Path) -> None:
+    run = run_job(copy_example("mpi-v1-allreduce", tmp_path) / "job.yaml")
+    succeeded(run, "mpijob", "mpi-v1-allreduce")
+    check_allreduce(run, "mpi-v1-allreduce")
+    # v1: kubectl delivered by the init container, orted started through kubexec.sh's kubectl exec
+    assert re.search(r"^launcher/kubectl-delivery\s*\| kubectl delivered to", run.stdout, re.M), (
+        run.describe()
+    )
+    launcher_one(run, r"/opt/kube/kubectl exec mpi-v1-allreduce-worker-1 -- /bin/sh -c +orted")
+
+
+def test_mpi_pytorch(tmp_path: Path) -> None:
+    require_modules("torch", "sklearn")
+    run = run_job(copy_example("mpi-pytorch", tmp_path) / "job.yaml")
+    succeeded(run, "mpijob", "mpi-pytorch")
+    joined = launcher_lines(run, r"rank (\d)/4 on (\S+): gloo joined via mpi-pytorch-worker-0:\d+")
+    assert sorted(m[1] for m in joined) == ["0", "1", "2", "3"], run.describe()
+    final = launcher_one(
+        run,
+        r"final loss (?P<last>[\d.]+) \(first epoch (?P<first>[\d.]+)\), test accuracy "
+        r"(?P<acc>[\d.]+), 4 ranks, weights identical on all ranks: True",
+    )
+    last, first, acc = floats(final, "last", "first", "acc")
+    assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
+
+
+def test_chainer_mpi(tmp_path: Path) -> None:
+    require_modules("sklearn")
+    run = run_job(copy_example("chainer-mpi", tmp_path) / "job.yaml")
+    succeeded(run, "chainerjob", "chainer-mpi")
+    assert len(run.find(r"rank \d/2 on chainer-mpi-master-", "master-0")) == 2, run.describe()
+    final = run.one(
+        r"final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), test accuracy (?P<acc>[\d.]+), "
+        r"2 ranks, identical weights: True",
+        "master-0",
+    )
+    last, first, acc = floats(final, "last", "first", "acc")
+    assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
+
+
+def test_caffe2_workers(tmp_path: Path) -> None:
+    require_modules("sklearn")
+    run = run_job(copy_example("caffe2-workers", tmp_path) / "job.yaml")
+    succeeded(run, "caffe2job", "caffe2-workers")
+    digests = set()
+    for shard in (0, 1):
+        replica = f"worker-{shard}"
+        run.one(
+            rf"shard {shard}/2 run \d+: CAFFE2_CONFIG task \{{'type': 'worker', 'index': {shard}\}}, "
+            r"2 workers",
+            replica,
+        )
+        done = run.one(
+            r"loss (?P<first>[\d.]+) -> (?P<last>[\d.]+), test accuracy (?P<acc>[\d.]+), "
+            r"weights (?P<digest>\w+) identical on all 2 shards: True",
+            replica,
+        )
+        first, last, acc = floats(done, "first", "last", "acc")
+        assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
+        digests.add(done["digest"])
+    assert len(digests) == 1, digests
+
+
+@pytest.mark.parametrize("example", ["mpi-v2beta1-allreduce", "mpi-v1-allreduce"])
+def test_malformed_mpirun_fails_the_job_with_the_launchers_exit_code(tmp_path: Path, example: str) -> None:
+    """`mpirun --no-such-option`: the launcher exits non-zero, the job is Failed, and the Failed
+    condition's message says with which exit code."""
+    run, message = _malformed(tmp_path, example)
+    assert not launcher_lines(run, r"rank \d/4"), run.describe()  # nothing ran
+    assert re.search(r"exited with code [1-9]\d*", message), message
+
+
+def _malformed(tmp_path: Path, example: str) -> tuple[Run, str]:
+    job_file = copy_example(example, tmp_path) / "job.yaml"
+    job = yaml.safe_load(job_file.read_text())
+    job["metadata"]["name"] = name = f"bad-{example}"
+    container = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    container["command"] = ["mpirun", "--no-such-option", "-np", "4", "python", "allreduce.py"]
+    container.pop("args", None)
+    job["spec"]["runPolicy"]["backoffLimit"] = 0  # one launcher attempt (the default retries 6 times)
+    # Never: with OnFailure the kubelet restarts mpirun in place and, at the backoff limit, the Job
+    # controller deletes the pod (as Kubernetes does), leaving no failed pod to read the code from.
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Never"
+    job_file.write_text(yaml.safe_dump(job))
+    run = run_job(job_file, "--timeout", "90")
+    assert run.returncode == 1, run.describe()
+    failed = re.search(rf"mpijob/{name} Failed: (?P<message>.*)", run.stderr)
+    assert failed, run.describe()
+    launcher_one(run, r'unknown option "--no-such-option"')
+    return run, failed["message"]
