@@ -65,38 +65,14 @@ def serve_apiserver() -> None:
     asyncio.run(main())
 
 
-def apply_what_if() -> None:
-    """Two fixes measured by `--what-if` (the profile's top two avoidable costs), applied from outside:
-    * `Backoff()` seeds a fresh `random.Random()` from os.urandom for every API request (~0.25 ms);
-    * kubernetes_asyncio's aiohttp session has `trust_env=True`, so every request makes two
-      thread-pool round trips (~/.netrc and proxy environment lookups)."""
-    import random
-
-    from kubetrain.runtime import backoff
-
-    shared = random.Random()
-    original = backoff.Backoff.__init__
-
-    def init(self: backoff.Backoff, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("rng", shared)
-        original(self, *args, **kwargs)
-
-    backoff.Backoff.__init__ = init  # type: ignore[method-assign]
-
-
-def run_operator(url: str, profile: str | None, what_if: bool) -> None:
+def run_operator(url: str, profile: str | None) -> None:
     """Child: run the Manager with its default settings until SIGTERM; print when synced."""
     from prometheus_client import CollectorRegistry
 
     from kubetrain.runtime import KubeClient, Manager, RuntimeConfig
 
-    if what_if:
-        apply_what_if()
-
     async def main() -> None:
         client = KubeClient.for_url(url)
-        if what_if:
-            client._api.rest_client.pool_manager._trust_env = False
         manager = Manager(client, RuntimeConfig(), registry=CollectorRegistry())
         started = time.perf_counter()
         await manager.start()
@@ -375,8 +351,6 @@ def fmt(seconds: float) -> str:
 async def bench(args: argparse.Namespace) -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     print(f"kubetrain operator benchmark -- python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-    if args.what_if:
-        print("WHAT-IF run: operator patched with apply_what_if() (shared Backoff RNG, trust_env=False)")
     print("processes: API server, operator (Manager, default RuntimeConfig), and this driver, each separate;")
     print(f"           on {os.cpu_count()} cores they still compete for CPU, so figures are a lower bound.\n")
 
@@ -468,14 +442,11 @@ def main() -> None:
     parser.add_argument("--rss-pods", type=int, default=10_000)
     parser.add_argument("--fanout-pods", type=int, default=1_000)
     parser.add_argument("--profile", help="cProfile the operator process into this file")
-    parser.add_argument(
-        "--what-if", action="store_true", help="operator with the two fixes of apply_what_if()"
-    )
     args = parser.parse_args()
     if args.role == "server":
         serve_apiserver()
     elif args.role == "operator":
-        run_operator(args.url, args.profile, args.what_if)
+        run_operator(args.url, args.profile)
     else:
         asyncio.run(bench(args))
 
