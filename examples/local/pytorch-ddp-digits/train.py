@@ -83,6 +83,9 @@ def main() -> int:
             f"rank 0: final loss {last_loss:.4f} (first epoch {first_loss:.4f}), "
             f"test accuracy {acc:.3f}, world size {world}"
         )
+    # Leave together: a rank tearing gloo down while a peer's sockets are still closing can abort
+    # ("terminate called without an active exception") and hang in the abort.
+    dist.barrier()
     dist.destroy_process_group()
     if not ok:
         print(f"rank {rank}: FAILED (identical={identical}, loss {first_loss:.4f} -> {last_loss:.4f})")
