@@ -233,24 +233,28 @@ def default_cache_dir() -> Path:
     return Path(base) / "kubetrain"
 
 
-def build_shim(cache_dir: Path | None = None) -> Path:
-    """The path of the compiled shim, compiling it on first use (atomically, safe in parallel)."""
-    digest = hashlib.sha256(SHIM_SOURCE.encode()).hexdigest()[:16]
-    target_dir = (cache_dir or default_cache_dir()) / f"netshim-{digest}"
-    target = target_dir / LIBRARY_NAME
+def compile_preload(stem: str, source: str, library: str, cache_dir: Path | None = None) -> Path:
+    """The path of a compiled LD_PRELOAD library, compiling `source` on first use.
+
+    Cached per source digest (a changed source is rebuilt) and built in a temporary directory then
+    renamed, so agents starting in parallel never load a half-written file.
+    """
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    target_dir = (cache_dir or default_cache_dir()) / f"{stem}-{digest}"
+    target = target_dir / library
     if target.exists():
         return target
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not compiler:
         raise ShimUnavailable(
-            "kubetrain's local pod network needs a C compiler once, to build a 100-line LD_PRELOAD shim "
-            "(install gcc, e.g. `apt-get install gcc`), or start the node with network mode 'host'"
+            f"kubetrain's local pod network needs a C compiler once, to build its {stem} LD_PRELOAD "
+            "library (install gcc, e.g. `apt-get install gcc`), or start the node with network mode 'host'"
         )
     target_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target_dir) as tmp:
-        src = Path(tmp) / "netshim.c"
-        src.write_text(SHIM_SOURCE)
-        out = Path(tmp) / LIBRARY_NAME
+        src = Path(tmp) / f"{stem}.c"
+        src.write_text(source)
+        out = Path(tmp) / library
         proc = subprocess.run(
             [compiler, "-shared", "-fPIC", "-O2", "-o", str(out), str(src), "-ldl"],
             capture_output=True,
@@ -258,6 +262,11 @@ def build_shim(cache_dir: Path | None = None) -> Path:
             check=False,
         )
         if proc.returncode != 0:
-            raise ShimUnavailable(f"building the network shim with {compiler} failed: {proc.stderr.strip()}")
+            raise ShimUnavailable(f"building {stem} with {compiler} failed: {proc.stderr.strip()}")
         os.replace(out, target)
     return target
+
+
+def build_shim(cache_dir: Path | None = None) -> Path:
+    """The compiled network shim (wildcard binds -> the pod IP)."""
+    return compile_preload("netshim", SHIM_SOURCE, LIBRARY_NAME, cache_dir)

@@ -26,14 +26,9 @@ Built like `netshim`, from the source below, once per version into the per-user 
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
-from .netshim import ShimUnavailable, default_cache_dir
+from .netshim import compile_preload
 
 SOURCE = r"""
 #define _GNU_SOURCE
@@ -258,29 +253,5 @@ LIBRARY_NAME = "libkubetrain_podview.so"
 
 
 def build_podview(cache_dir: Path | None = None) -> Path:
-    """The path of the compiled library, compiling it on first use (atomically, safe in parallel)."""
-    digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:16]
-    target_dir = (cache_dir or default_cache_dir()) / f"podview-{digest}"
-    target = target_dir / LIBRARY_NAME
-    if target.exists():
-        return target
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not compiler:
-        raise ShimUnavailable(
-            "building kubetrain's pod-view shim needs a C compiler (e.g. apt-get install gcc)"
-        )
-    target_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target_dir) as tmp:
-        src = Path(tmp) / "podview.c"
-        src.write_text(SOURCE)
-        out = Path(tmp) / LIBRARY_NAME
-        proc = subprocess.run(
-            [compiler, "-shared", "-fPIC", "-O2", "-o", str(out), str(src), "-ldl"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise ShimUnavailable(f"building the pod-view shim with {compiler} failed: {proc.stderr.strip()}")
-        os.replace(out, target)
-    return target
+    """The compiled pod-view library (interfaces report the pod IP, exec of mounted paths)."""
+    return compile_preload("podview", SOURCE, LIBRARY_NAME, cache_dir)

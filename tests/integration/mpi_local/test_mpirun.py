@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from ipaddress import ip_address, ip_network
 from typing import Any
 
 import pytest
@@ -66,14 +67,14 @@ def worker(job: str, index: int, command: list[str], **spec: Any) -> JsonDict:
 RANK_LINE = re.compile(r"rank=(\d) size=(\d) host=(\S+) ip=(\S+) sum=(\d+)")
 
 
-def check_allreduce(log: str, workers: list[str]) -> None:
+def check_allreduce(log: str, workers: list[str], pod_cidr: str) -> None:
     """4 ranks, 2 on each worker pod (their hostnames and pod IPs), all with the right sum."""
     ranks = RANK_LINE.findall(log)  # mpirun's forwarded output may split lines: do not rely on them
     assert sorted(r[0] for r in ranks) == ["0", "1", "2", "3"], log
     assert all(r[1] == "4" and r[4] == "10" for r in ranks), log
     assert sorted(r[2] for r in ranks) == sorted(workers * 2), log
     ips = {r[3] for r in ranks}
-    assert len(ips) == 2 and all(ip.startswith("127.244.") for ip in ips), log
+    assert len(ips) == 2 and all(ip_address(ip) in ip_network(pod_cidr) for ip in ips), log
 
 
 async def test_ssh_path_v2beta1_style(api: KubeAPI, plane: NodeAgent) -> None:
@@ -136,7 +137,8 @@ async def test_ssh_path_v2beta1_style(api: KubeAPI, plane: NodeAgent) -> None:
     done = await job_condition(api, f"{job}-launcher", "Complete", timeout=90)
     assert done["status"]["succeeded"] == 1
     (pod,) = await job_pods(api, f"{job}-launcher")
-    check_allreduce(await read_log(api, pod["metadata"]["name"]), [f"{job}-worker-0", f"{job}-worker-1"])
+    workers = [f"{job}-worker-0", f"{job}-worker-1"]
+    check_allreduce(await read_log(api, pod["metadata"]["name"]), workers, plane.network.pod_cidr)
 
 
 async def test_kubexec_path_v1_style(api: KubeAPI, plane: NodeAgent) -> None:
@@ -216,7 +218,7 @@ async def test_kubexec_path_v1_style(api: KubeAPI, plane: NodeAgent) -> None:
     pod = await wait_for(finished, 90, "launcher pod to finish")
     log = await read_log(api, f"{job}-launcher")
     assert pod["status"]["phase"] == "Succeeded", log
-    check_allreduce(log, [f"{job}-worker-0", f"{job}-worker-1"])
+    check_allreduce(log, [f"{job}-worker-0", f"{job}-worker-1"], plane.network.pod_cidr)
     delivery = await read_log(api, f"{job}-launcher", container="kubectl-delivery")
     assert "kubectl delivered to" in delivery and f"{job}-worker-1 is running" in delivery, delivery
 
