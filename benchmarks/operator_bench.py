@@ -65,14 +65,14 @@ def serve_apiserver() -> None:
     asyncio.run(main())
 
 
-def run_operator(url: str, profile: str | None) -> None:
+def run_operator(url: str, profile: str | None, qps: float) -> None:
     """Child: run the Manager with its default settings until SIGTERM; print when synced."""
     from prometheus_client import CollectorRegistry
 
     from kubetrain.runtime import KubeClient, Manager, RuntimeConfig
 
     async def main() -> None:
-        client = KubeClient.for_url(url)
+        client = KubeClient.for_url(url, qps=qps)
         manager = Manager(client, RuntimeConfig(), registry=CollectorRegistry())
         started = time.perf_counter()
         await manager.start()
@@ -352,6 +352,8 @@ async def bench(args: argparse.Namespace) -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     print(f"kubetrain operator benchmark -- python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     print("processes: API server, operator (Manager, default RuntimeConfig), and this driver, each separate;")
+    limit = "unlimited, as kubetrain run/up" if not args.kube_api_qps else f"{args.kube_api_qps:g}"
+    print(f"operator client QPS: {limit} (--kube-api-qps)")
     print(f"           on {os.cpu_count()} cores they still compete for CPU, so figures are a lower bound.\n")
 
     server = Child("--role", "server")
@@ -361,14 +363,15 @@ async def bench(args: argparse.Namespace) -> None:
         await make_owner(base)
 
         # Memory first, on a clean server.
-        empty = Child("--role", "operator", "--url", base)
+        qps = ("--kube-api-qps", str(args.kube_api_qps))
+        empty = Child("--role", "operator", "--url", base, *qps)
         await asyncio.sleep(1.0)
         rss_empty = empty.rss_mb()
         empty.stop()
         started = time.monotonic()
         await bulk_pods(base, args.rss_pods)
         bulk_s = time.monotonic() - started
-        loaded = Child("--role", "operator", "--url", base)
+        loaded = Child("--role", "operator", "--url", base, *qps)
         await asyncio.sleep(1.0)
         rss_loaded = loaded.rss_mb()
         sync_loaded = loaded.info["sync_s"]
@@ -377,7 +380,7 @@ async def bench(args: argparse.Namespace) -> None:
 
         rows = []
         operator = Child(
-            "--role", "operator", "--url", base, *(["--profile", args.profile] if args.profile else [])
+            "--role", "operator", "--url", base, *qps, *(["--profile", args.profile] if args.profile else [])
         )
         try:
             for n in sizes:
@@ -442,11 +445,18 @@ def main() -> None:
     parser.add_argument("--rss-pods", type=int, default=10_000)
     parser.add_argument("--fanout-pods", type=int, default=1_000)
     parser.add_argument("--profile", help="cProfile the operator process into this file")
+    parser.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=0.0,
+        help="the operator's client rate limit: 0 (unlimited) is what kubetrain run/up use against the "
+        "embedded server; 500 is `kubetrain operator`'s default for real clusters",
+    )
     args = parser.parse_args()
     if args.role == "server":
         serve_apiserver()
     elif args.role == "operator":
-        run_operator(args.url, args.profile)
+        run_operator(args.url, args.profile, args.kube_api_qps)
     else:
         asyncio.run(bench(args))
 

@@ -103,8 +103,8 @@ class APIHandler:
             response = await self._dispatch(request)
         except APIError as exc:
             response = _error(exc)
-        except (ConnectionResetError, asyncio.CancelledError):
-            raise
+        except (ConnectionError, asyncio.CancelledError):
+            raise  # the client went away mid-response (BrokenPipe, reset): nothing to answer or log
         except Exception as exc:
             log.exception("request %s %s failed", request.method, request.path)
             response = _error(errors.internal(str(exc)))
