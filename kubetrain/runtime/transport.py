@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
@@ -328,7 +329,7 @@ class KubeClient:
                 raise await _error_from(resp)
             async for line in resp.content:
                 if line.strip():
-                    yield json.loads(line)
+                    yield orjson.loads(line)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise ApiError(0, "ConnectionError", repr(exc)) from exc
         finally:
@@ -348,7 +349,7 @@ class KubeClient:
         timeout: float | None = None,
     ) -> JsonDict:
         """One API call with limiter, retries and JSON decoding; raises ApiError on failure."""
-        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
+        data = _encode(body) if body is not None else None
         client_timeout = aiohttp.ClientTimeout(total=timeout or self.request_timeout)
         backoff = Backoff(self.backoff_base, self.backoff_cap)
         attempt = 0
@@ -424,14 +425,22 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
+def _encode(body: Any) -> bytes:
+    """orjson, or the stdlib for what orjson refuses (integers beyond 64 bits a user wrote)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, separators=(",", ":")).encode()
+
+
 def _decode(raw: bytes) -> JsonDict:
-    out = json.loads(raw)
+    out = orjson.loads(raw)
     return out if isinstance(out, dict) else {"items": out}
 
 
 def _decode_or_text(raw: bytes) -> Any:
     try:
-        return json.loads(raw)
+        return orjson.loads(raw)
     except ValueError:
         return raw.decode("utf-8", "replace")
 
