@@ -9,9 +9,11 @@ reverse, node first, so that no pod process outlives the plane.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +182,9 @@ class LocalPlane:
         """Stop the node first (it kills and reaps every pod process), then the rest."""
         if self.agent is not None:
             await _quietly(self.agent.stop(), "node agent")
+            for pid in self.agent.pids():  # only left if the agent could not stop in time
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
         if self.binder is not None:
             await _quietly(self.binder.stop(), "binder")
         if self.jobs is not None:
@@ -197,8 +202,15 @@ class LocalPlane:
         self._kube = self._node_api = None
 
 
-async def _quietly(coro: Any, what: str) -> None:
+STOP_TIMEOUT_SECONDS = 15.0
+"""How long one piece may take to stop before the plane gives up on it and goes on: a stuck
+watch or request must never keep `kubetrain run` from exiting."""
+
+
+async def _quietly(coro: Any, what: str, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
     try:
-        await coro
+        await asyncio.wait_for(coro, timeout)
+    except TimeoutError:
+        log.warning("stopping the %s took longer than %gs; going on without it", what, timeout)
     except Exception:
         log.warning("stopping the %s failed", what, exc_info=True)

@@ -181,8 +181,11 @@ class Binder:
 
     async def _loop(self) -> None:
         while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self.resync_interval)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel that arrives
+            # as the event is set (pods deleted while the plane stops), and stop() then hung forever.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.resync_interval):
+                    await self._wake.wait()
             self._wake.clear()
             await asyncio.sleep(0.01)  # let a burst of creates land, then place them together
             try:
