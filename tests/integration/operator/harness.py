@@ -43,6 +43,7 @@ from kubetrain.embedded.apiserver.store import Event as StoreEvent
 from kubetrain.embedded.kubelet_sim import KubeletError, KubeletSim
 from kubetrain.runtime import ApiError, KubeClient, Manager, RuntimeConfig
 from kubetrain.runtime.crds import install_crds
+from tests.run_policy_builder import RunPolicySetters
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ KIND_CASES: dict[str, KindCase] = {
 }
 
 
-class JobBuilder:
+class JobBuilder(RunPolicySetters):
     """`job("TFJob", "a").replicas("Worker", 2, restart_policy="ExitCode").backoff_limit(3).build()`"""
 
     def __init__(self, kind: str, name: str, namespace: str = NAMESPACE) -> None:
@@ -162,28 +163,6 @@ class JobBuilder:
             spec["restartPolicy"] = restart_policy
         self.obj["spec"][self.info.replica_specs_field][rtype] = spec
         return self
-
-    def run_policy(self, **fields: Any) -> JobBuilder:
-        self.obj["spec"].setdefault("runPolicy", {}).update(fields)
-        return self
-
-    def clean_pod_policy(self, policy: str) -> JobBuilder:
-        return self.run_policy(cleanPodPolicy=policy)
-
-    def backoff_limit(self, limit: int) -> JobBuilder:
-        return self.run_policy(backoffLimit=limit)
-
-    def active_deadline(self, seconds: int) -> JobBuilder:
-        return self.run_policy(activeDeadlineSeconds=seconds)
-
-    def ttl(self, seconds: int) -> JobBuilder:
-        return self.run_policy(ttlSecondsAfterFinished=seconds)
-
-    def suspend(self, value: bool = True) -> JobBuilder:
-        return self.run_policy(suspend=value)
-
-    def managed_by(self, value: str) -> JobBuilder:
-        return self.run_policy(managedBy=value)
 
     def build(self) -> JsonDict:
         return copy.deepcopy(self.obj)

@@ -28,6 +28,7 @@ from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
 from kubetrain.controller.reconciler import plan
 from kubetrain.controller.timefmt import format_time
+from tests.run_policy_builder import RunPolicySetters
 
 JsonDict = dict[str, Any]
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -43,7 +44,7 @@ def stamp(seconds: float = 0) -> str:
     return format_time(at(seconds))
 
 
-class JobBuilder:
+class JobBuilder(RunPolicySetters):
     def __init__(self, kind: str, name: str = "test-job", namespace: str = "default", uid: str = JOB_UID):
         self.info = KINDS[kind]
         self.obj: JsonDict = {
@@ -93,28 +94,6 @@ class JobBuilder:
             spec["restartPolicy"] = restart_policy
         self.obj["spec"][self.info.replica_specs_field][rtype] = spec
         return self
-
-    def run_policy(self, **fields: Any) -> JobBuilder:
-        self.obj["spec"].setdefault("runPolicy", {}).update(fields)
-        return self
-
-    def clean_pod_policy(self, policy: str) -> JobBuilder:
-        return self.run_policy(cleanPodPolicy=policy)
-
-    def backoff_limit(self, limit: int) -> JobBuilder:
-        return self.run_policy(backoffLimit=limit)
-
-    def active_deadline(self, seconds: int) -> JobBuilder:
-        return self.run_policy(activeDeadlineSeconds=seconds)
-
-    def ttl(self, seconds: int) -> JobBuilder:
-        return self.run_policy(ttlSecondsAfterFinished=seconds)
-
-    def suspend(self, value: bool = True) -> JobBuilder:
-        return self.run_policy(suspend=value)
-
-    def managed_by(self, value: str) -> JobBuilder:
-        return self.run_policy(managedBy=value)
 
     def scheduling(self, **fields: Any) -> JobBuilder:
         return self.run_policy(schedulingPolicy=fields)
