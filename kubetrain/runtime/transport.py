@@ -1,8 +1,10 @@
 """The API transport: raw-dict REST verbs over kubernetes_asyncio's config, auth and TLS.
 
-kubernetes_asyncio gives us kubeconfig/in-cluster loading, token refresh and an aiohttp session
-with the right TLS context; we send and parse the JSON ourselves, because its model classes are
-5-10x slower and ~40x larger than dicts (spec performance-reliability §1.7-1.8).
+kubernetes_asyncio gives us kubeconfig/in-cluster loading and token refresh; we send and parse
+the JSON ourselves, because its model classes are 5-10x slower and ~40x larger than dicts (spec
+performance-reliability §1.7-1.8). Request/response calls go through our lean HTTP/1.1 pool
+(`http11`, a third of aiohttp's CPU per call); watches, and every call when the kubeconfig names a
+proxy, go through aiohttp.
 
 Every request first takes a token from a client-side bucket (client-go's QPS/burst) and is
 retried with jittered exponential backoff on 429 (honouring Retry-After), 5xx and connection
@@ -16,7 +18,10 @@ import asyncio
 import json
 import logging
 import os
+import ssl
 from collections.abc import AsyncGenerator, Callable
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,6 +32,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kubetrain.runtime.backoff import Backoff
 from kubetrain.runtime.errors import ApiError
+from kubetrain.runtime.http11 import ConnectionPool, Response
 from kubetrain.runtime.ratelimit import TokenBucket
 from kubetrain.runtime.resources import ResourceRegistry, ResourceType
 
@@ -39,10 +45,19 @@ Query = list[tuple[str, str]]
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 _RETRYABLE_5XX = frozenset({500, 502, 503, 504})
-_BODYLESS_OK = frozenset({200, 201, 202})
 
 DEFAULT_QPS = 500.0
 DEFAULT_BURST = 1000
+
+
+def _user_agent() -> str:
+    try:
+        return f"kubetrain/{package_version('kubetrain')}"
+    except PackageNotFoundError:
+        return "kubetrain"
+
+
+USER_AGENT = _user_agent()
 
 
 class KubeClient:
@@ -82,6 +97,15 @@ class KubeClient:
         self.requests_total = 0
         self.retries_total = 0
         self._session: aiohttp.ClientSession | None = None
+        self._pool: ConnectionPool | None = None
+        if not configuration.proxy:
+            self._pool = ConnectionPool(
+                self._host,
+                ssl_context=ssl_context(configuration) if self._host.startswith("https") else None,
+                server_hostname=self._server_hostname,
+                max_connections=max_connections,
+                user_agent=USER_AGENT,
+            )
 
     # -- construction ------------------------------------------------------------------------
 
@@ -117,6 +141,8 @@ class KubeClient:
         return cls(Configuration(host=url), **kwargs)
 
     async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
         if self._session is not None:
             await self._session.close()
         await self._api.close()
@@ -350,7 +376,7 @@ class KubeClient:
     ) -> JsonDict:
         """One API call with limiter, retries and JSON decoding; raises ApiError on failure."""
         data = _encode(body) if body is not None else None
-        client_timeout = aiohttp.ClientTimeout(total=timeout or self.request_timeout)
+        timeout = timeout or self.request_timeout
         backoff = Backoff(self.backoff_base, self.backoff_cap)
         attempt = 0
         while True:
@@ -358,14 +384,12 @@ class KubeClient:
             await self.bucket.acquire()
             self.requests_total += 1
             try:
-                resp = await self._send(method, path, query, data, content_type, client_timeout)
-                async with resp:
-                    raw = await resp.read()
-                    if 200 <= resp.status < 300:
-                        return _decode(raw) if raw else {}
-                    err = ApiError.from_status(
-                        resp.status, _decode_or_text(raw), _retry_after(resp.headers.get("Retry-After"))
-                    )
+                resp = await self._exchange(method, path, query, data, content_type, timeout, idempotent)
+                if 200 <= resp.status < 300:
+                    return _decode(resp.body) if resp.body else {}
+                err = ApiError.from_status(
+                    resp.status, _decode_or_text(resp.body), _retry_after(resp.headers.get("retry-after"))
+                )
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 err = ApiError(0, "ConnectionError", repr(exc))
             if attempt >= self.max_attempts or not _may_retry(err, idempotent):
@@ -377,6 +401,40 @@ class KubeClient:
             log.debug("retrying %s %s after %.3fs: %s", method, path, delay, err)
             await asyncio.sleep(delay)
 
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        query: Query | None,
+        data: bytes | None,
+        content_type: str,
+        timeout: float,
+        idempotent: bool,
+    ) -> Response:
+        """One request/response over the lean pool, or aiohttp when a proxy is configured."""
+        if self._pool is None:
+            limit = aiohttp.ClientTimeout(total=timeout)
+            resp = await self._send(method, path, query, data, content_type, limit)
+            async with resp:
+                body = await resp.read()
+                return Response(resp.status, {k.lower(): v for k, v in resp.headers.items()}, body)
+        headers, target = await self._headers_and_target(path, query, data, content_type)
+        return await self._pool.request(
+            method, target, headers, data, timeout=timeout, retry_stale=idempotent
+        )
+
+    async def _headers_and_target(
+        self, path: str, query: Query | None, data: bytes | None, content_type: str | None
+    ) -> tuple[dict[str, str], str]:
+        """Request headers (with the current credentials) and `path?query`."""
+        headers: dict[str, str] = {"Accept": "application/json"}
+        if content_type and data is not None:
+            headers["Content-Type"] = content_type
+        auth_query: Query = []
+        await self._api.update_params_for_auth(headers, auth_query, ["BearerToken"])
+        params = (query or []) + auth_query
+        return headers, (path + "?" + urlencode(params) if params else path)
+
     async def _send(
         self,
         method: str,
@@ -386,15 +444,9 @@ class KubeClient:
         content_type: str | None,
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
-        headers: dict[str, str] = {"Accept": "application/json"}
-        if content_type and data is not None:
-            headers["Content-Type"] = content_type
-        auth_query: Query = []
-        await self._api.update_params_for_auth(headers, auth_query, ["BearerToken"])
-        url = self._host + path
-        params = (query or []) + auth_query
-        if params:
-            url += "?" + urlencode(params)
+        headers, target = await self._headers_and_target(path, query, data, content_type)
+        headers["User-Agent"] = USER_AGENT
+        url = self._host + target
         session = self._http()
         kwargs: dict[str, Any] = {}
         if self.configuration.proxy:
@@ -402,6 +454,19 @@ class KubeClient:
         if self._server_hostname:
             kwargs["server_hostname"] = self._server_hostname
         return await session.request(method, url, data=data, headers=headers, timeout=timeout, **kwargs)
+
+
+def ssl_context(configuration: Configuration) -> ssl.SSLContext:
+    """The TLS settings kubernetes_asyncio's own REST client derives from a Configuration."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if configuration.disable_strict_ssl_verification:
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
 
 
 def _may_retry(err: ApiError, idempotent: bool) -> bool:

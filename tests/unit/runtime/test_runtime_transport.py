@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from kubernetes_asyncio.client import Configuration
 
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
@@ -189,6 +190,28 @@ async def test_connection_error_is_retried_then_raised() -> None:
         await client.get("v1", "Pod", "ns", "p")
     assert exc.value.connection_error and client.requests_total == 2
     await client.close()
+
+
+async def test_a_configured_proxy_carries_every_request() -> None:
+    """With `proxy-url` in the kubeconfig, calls go to the proxy in absolute form (via aiohttp)."""
+    request_lines: list[str] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        request_lines.append(head.split(b"\r\n", 1)[0].decode())
+        body = b'{"kind": "Pod", "metadata": {"name": "p"}}'
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    config = Configuration(host="http://kube.example.invalid:6443")
+    config.proxy = f"http://127.0.0.1:{port}"
+    async with KubeClient(config, qps=0) as client:
+        assert (await client.get("v1", "Pod", "ns", "p"))["metadata"]["name"] == "p"
+    server.close()
+    assert request_lines == ["GET http://kube.example.invalid:6443/api/v1/namespaces/ns/pods/p HTTP/1.1"]
 
 
 async def test_update_status_retrying_rereads_on_conflict(server: tuple[Script, KubeClient]) -> None:
