@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.runtime import ApiError
+
 from .harness import V1, V2, MPICluster, example
 
 JsonDict = dict[str, Any]
@@ -68,8 +70,17 @@ async def test_each_version_reads_back_as_the_other_and_round_trips() -> None:
             assert _without_version(as_other)["spec"] == as_written["spec"]
             # Write it back through the other version (what `kubectl apply` of a converted file,
             # or Kueue speaking v2beta1, does) and read it as written: nothing lost or added.
-            as_other["metadata"]["labels"] = {"touched": "yes"}
-            await c.client.replace(as_other)
+            # The operator writes the status meanwhile, so a stale read gets 409: re-read, as a
+            # client must.
+            for attempt in range(10):
+                as_other["metadata"]["labels"] = {"touched": "yes"}
+                try:
+                    await c.client.replace(as_other)
+                    break
+                except ApiError as err:
+                    if not err.conflict or attempt == 9:
+                        raise
+                as_other = await c.get(other, "MPIJob", name)
             again = await c.get(written, "MPIJob", name)
             assert again["apiVersion"] == written
             assert again["metadata"]["labels"] == {"touched": "yes"}
