@@ -175,16 +175,23 @@ async def gang_scheduler_available(client: KubeClient, config: RuntimeConfig) ->
         return await is_served(client, api_version, plural, config.namespace)
     except ApiError as err:
         # Forbidden or a server error: we cannot tell, so keep what the user asked for.
-        log.warning("cannot check whether %s/%s is served (%s); keeping gang scheduling",
-                    api_version, kind, err)
+        log.warning(
+            "cannot check whether %s/%s is served (%s); keeping gang scheduling", api_version, kind, err
+        )
         return True
 
 
 class Operator:
     """`await Operator(options, connect).run(stop)` serves until `stop` is set; returns an exit code."""
 
-    def __init__(self, options: OperatorOptions, connect: ClientFactory, *,
-                 sidecars: SidecarFactory | None = None, kinds: Mapping[str, KindInfo] | None = None) -> None:
+    def __init__(
+        self,
+        options: OperatorOptions,
+        connect: ClientFactory,
+        *,
+        sidecars: SidecarFactory | None = None,
+        kinds: Mapping[str, KindInfo] | None = None,
+    ) -> None:
         self.options = options
         self._connect = connect
         self._sidecar_factory = sidecars
@@ -263,8 +270,11 @@ class Operator:
                 "Volcano" if runtime.gang_scheduler_name.lower() == "volcano" else "scheduler-plugins",
             )
             runtime = replace(runtime, gang_scheduler_name="")
-        log.info("reconciling %s in %s", ", ".join(kinds), f"namespace {runtime.namespace}"
-                 if runtime.namespace else "all namespaces")
+        log.info(
+            "reconciling %s in %s",
+            ", ".join(kinds),
+            f"namespace {runtime.namespace}" if runtime.namespace else "all namespaces",
+        )
         return replace(runtime, install_crds=False, enabled_schemes=()), kinds
 
     async def _start_health(self) -> None:
@@ -297,8 +307,12 @@ class Operator:
                 on_stopped_leading=self._stopped_leading,
             )
             self._leader_gauge.labels(name=self.options.leader.name).set(0)
-            log.info("leader election on: lease %s/%s, identity %s", self.options.leader.namespace,
-                     self.options.leader.name, self.elector.identity)
+            log.info(
+                "leader election on: lease %s/%s, identity %s",
+                self.options.leader.namespace,
+                self.options.leader.name,
+                self.elector.identity,
+            )
             elector_task = asyncio.create_task(self.elector.run(), name="kubetrain-leader-election")
             waiters.append(elector_task)
         else:

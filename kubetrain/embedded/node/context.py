@@ -44,5 +44,8 @@ class NodeContext:
 
     @property
     def allocatable(self) -> dict[str, Fraction]:
-        return {"cpu": Fraction(self.config.cpu), "memory": Fraction(self.config.memory_bytes),
-                "ephemeral-storage": Fraction(self.config.ephemeral_storage_bytes)}
+        return {
+            "cpu": Fraction(self.config.cpu),
+            "memory": Fraction(self.config.memory_bytes),
+            "ephemeral-storage": Fraction(self.config.ephemeral_storage_bytes),
+        }
