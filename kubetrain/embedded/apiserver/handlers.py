@@ -7,6 +7,7 @@ apiserver's RequestInfoResolver does, then dispatched to the REST storage.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -377,32 +378,33 @@ class APIHandler:
         resp = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
         resp.enable_chunked_encoding()
         await resp.prepare(request)
-        deadline = time.monotonic() + timeout
         try:
             for i in range(0, len(initial), 500):
                 await resp.write(b"".join(initial[i : i + 500]))
-            while True:
-                if watcher.pending:
-                    lines = list(watcher.pending)
-                    watcher.pending.clear()
-                    await resp.write(b"".join(lines))
-                    continue
-                if watcher.closed:
-                    if watcher.error is not None:
-                        await resp.write(dumps({"type": "ERROR", "object": watcher.error.status()}) + b"\n")
-                    break
-                watcher.wakeup.clear()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                try:
-                    await asyncio.wait_for(watcher.wakeup.wait(), remaining)
-                except TimeoutError:
-                    break
+            # One deadline for the whole stream: a wait_for per wakeup costs a task per event.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._pump(resp, watcher)
             await resp.write_eof()
         except (ConnectionResetError, RuntimeError):
             pass
         return resp
+
+    @staticmethod
+    async def _pump(resp: web.StreamResponse, watcher: Watcher) -> None:
+        """Write the watcher's lines as they come, in batches, until it is closed."""
+        while True:
+            if watcher.pending:
+                lines = list(watcher.pending)
+                watcher.pending.clear()
+                await resp.write(b"".join(lines))
+                continue
+            if watcher.closed:
+                if watcher.error is not None:
+                    await resp.write(dumps({"type": "ERROR", "object": watcher.error.status()}) + b"\n")
+                return
+            watcher.wakeup.clear()
+            await watcher.wakeup.wait()
 
     # --- writes --------------------------------------------------------------------------
 
