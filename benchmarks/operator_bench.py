@@ -9,9 +9,10 @@ their own process so they do not share one event loop, and so the operator's RSS
 
 Measured:
 * create-to-children: PyTorchJob (Master 1 + Worker N-1) created -> all N pods and N services
-  seen ADDED on a watch; median of 3 runs (1 run for N >= 1,000);
+  seen ADDED on a watch; median of --runs runs;
 * the raw create rate of the same server with a plain aiohttp client (128 in flight, 2N objects),
-  and the operator's rate (2N / create-to-children) as a fraction of it;
+  and the operator's rate (2N / create-to-children) as a fraction of it; raw and operator runs
+  alternate, and the CPU each process spent per object shows which one is the bottleneck;
 * the operator's RSS with 10,000 cached pods vs an empty operator;
 * the server's own figures: creates/s, and watch fan-out to 10 watchers.
 """
@@ -27,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ UPSTREAM_1000_S = 98.0  # spec §1.4: (2N - 30) / 20 QPS at upstream's defaults
 # ---- child processes ----------------------------------------------------------------------------
 
 
-def serve_apiserver() -> None:
+def serve_apiserver(profile: str | None) -> None:
     """Child: run the embedded API server and print its URL."""
     from kubetrain.embedded.apiserver import EmbeddedAPIServer
 
@@ -62,7 +63,7 @@ def serve_apiserver() -> None:
         await stop.wait()
         await server.stop()
 
-    asyncio.run(main())
+    run_profiled(main, profile)
 
 
 def run_operator(url: str, profile: str | None, qps: float) -> None:
@@ -84,6 +85,11 @@ def run_operator(url: str, profile: str | None, qps: float) -> None:
         await manager.stop(drain_timeout=2.0)
         await client.close()
 
+    run_profiled(main, profile)
+
+
+def run_profiled(main: Callable[[], Coroutine[Any, Any, None]], profile: str | None) -> None:
+    """asyncio.run(main()), under cProfile writing to `profile` when given."""
     if profile:
         import cProfile
 
@@ -114,6 +120,11 @@ class Child:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         return float("nan")
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds this child has used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
@@ -213,10 +224,16 @@ def service(name: str, labels: dict[str, str]) -> JsonDict:
 
 
 async def raw_create_rate(base: str, n_objects: int, tag: str, in_flight: int = RAW_IN_FLIGHT) -> float:
-    """Objects/s for `n_objects` creates (half pods, half services) with `in_flight` concurrent."""
-    async with session(in_flight) as s:
+    """Objects/s for `n_objects` creates (half pods, half services) with `in_flight` concurrent.
+
+    Timed exactly as the operator is: from the first create until the last object is seen ADDED
+    on the same two watches, so the server does the same watch work in both measurements.
+    """
+    labels = {"bench": tag}
+    pods, services = (n_objects + 1) // 2, n_objects // 2
+
+    async def creates(s: aiohttp.ClientSession) -> None:
         sem = asyncio.Semaphore(in_flight)
-        labels = {"bench": tag}
 
         async def one(i: int) -> None:
             async with sem:
@@ -225,9 +242,35 @@ async def raw_create_rate(base: str, n_objects: int, tag: str, in_flight: int = 
                 else:
                     await post(s, f"{base}/api/v1/namespaces/{NS}/services", service(f"{tag}-{i}", labels))
 
-        started = time.monotonic()
         await asyncio.gather(*(one(i) for i in range(n_objects)))
-        return n_objects / (time.monotonic() - started)
+
+    seconds = await time_until_seen(base, f"bench={tag}", pods, services, creates, in_flight)
+    return n_objects / seconds
+
+
+async def time_until_seen(
+    base: str,
+    selector: str,
+    pods: int,
+    services: int,
+    start: Callable[[aiohttp.ClientSession], Coroutine[Any, Any, None]],
+    in_flight: int = 0,
+) -> float:
+    """Seconds from calling `start` until `pods` pods and `services` services matching `selector`
+    were seen ADDED on two watches opened before it."""
+    async with session(in_flight + 8) as s:
+        pods_path, svcs_path = f"/api/v1/namespaces/{NS}/pods", f"/api/v1/namespaces/{NS}/services"
+        pods_rv, svcs_rv = await list_rv(s, base, pods_path), await list_rv(s, base, svcs_path)
+        ready = [asyncio.Event(), asyncio.Event()]
+        watches = [
+            asyncio.create_task(count_added(s, base, pods_path, pods_rv, selector, pods, ready[0])),
+            asyncio.create_task(count_added(s, base, svcs_path, svcs_rv, selector, services, ready[1])),
+        ]
+        await asyncio.gather(*(e.wait() for e in ready))
+        started = time.monotonic()
+        await start(s)
+        done = await asyncio.wait_for(asyncio.gather(*watches), timeout=600)
+        return max(done) - started
 
 
 async def delete_collection(base: str, selector: str) -> None:
@@ -253,27 +296,12 @@ def pytorch_job(name: str, replicas: int) -> JsonDict:
 
 
 async def create_to_children(base: str, name: str, replicas: int) -> float:
-    """Seconds from the job's create answer until N pods and N services were seen ADDED."""
-    async with session() as s:
-        pods_rv = await list_rv(s, base, f"/api/v1/namespaces/{NS}/pods")
-        svcs_rv = await list_rv(s, base, f"/api/v1/namespaces/{NS}/services")
-        ready = [asyncio.Event(), asyncio.Event()]
-        selector = f"{JOB_LABEL}={name}"
-        watches = [
-            asyncio.create_task(
-                count_added(s, base, f"/api/v1/namespaces/{NS}/pods", pods_rv, selector, replicas, ready[0])
-            ),
-            asyncio.create_task(
-                count_added(
-                    s, base, f"/api/v1/namespaces/{NS}/services", svcs_rv, selector, replicas, ready[1]
-                )
-            ),
-        ]
-        await asyncio.gather(*(e.wait() for e in ready))
-        started = time.monotonic()
+    """Seconds from the job's create until N pods and N services were seen ADDED."""
+
+    async def create(s: aiohttp.ClientSession) -> None:
         await post(s, f"{base}/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs", pytorch_job(name, replicas))
-        done = await asyncio.wait_for(asyncio.gather(*watches), timeout=600)
-        return max(done) - started
+
+    return await time_until_seen(base, f"{JOB_LABEL}={name}", replicas, replicas, create)
 
 
 async def delete_job(base: str, name: str) -> None:
@@ -282,13 +310,14 @@ async def delete_job(base: str, name: str) -> None:
         async with s.delete(url, json={"propagationPolicy": "Background"}) as r:
             await r.read()
         selector = f"{JOB_LABEL}={name}"
-        for _ in range(600):  # wait for the garbage collector, so runs do not overlap
-            async with s.get(
-                f"{base}/api/v1/namespaces/{NS}/pods", params={"labelSelector": selector, "limit": "1"}
-            ) as r:
-                if not (await r.json()).get("items"):
-                    return
-            await asyncio.sleep(0.1)
+        for path in ("pods", "services"):  # wait for the garbage collector, so runs do not overlap
+            for _ in range(600):
+                async with s.get(
+                    f"{base}/api/v1/namespaces/{NS}/{path}", params={"labelSelector": selector, "limit": "1"}
+                ) as r:
+                    if not (await r.json()).get("items"):
+                        break
+                await asyncio.sleep(0.1)
 
 
 async def fan_out(base: str, watchers: int, n_pods: int) -> tuple[float, float]:
@@ -356,7 +385,7 @@ async def bench(args: argparse.Namespace) -> None:
     print(f"operator client QPS: {limit} (--kube-api-qps)")
     print(f"           on {os.cpu_count()} cores they still compete for CPU, so figures are a lower bound.\n")
 
-    server = Child("--role", "server")
+    server = Child("--role", "server", *(["--profile", args.profile_server] if args.profile_server else []))
     base = server.info["url"]
     try:
         await install_crds(base)
@@ -379,22 +408,29 @@ async def bench(args: argparse.Namespace) -> None:
         await delete_collection(base, f"{OPERATOR_LABEL}=pytorchjob-controller")
 
         rows = []
+        cpu: list[tuple[int, float, float, float]] = []
         operator = Child(
             "--role", "operator", "--url", base, *qps, *(["--profile", args.profile] if args.profile else [])
         )
         try:
             for n in sizes:
-                raw = await raw_create_rate(base, 2 * n, f"raw{n}")
-                await delete_collection(base, f"bench=raw{n}")
-                runs = 1 if n >= 1000 else 3
-                times = []
-                for r in range(runs):
+                # Raw and operator runs alternate, so a slow patch of the machine hits both.
+                raws, times, server_cpus, operator_cpus, raw_cpus = [], [], [], [], []
+                for r in range(args.runs):
+                    s0 = server.cpu_s()
+                    raws.append(await raw_create_rate(base, 2 * n, f"raw{n}-{r}"))
+                    raw_cpus.append((server.cpu_s() - s0) / (2 * n))
+                    await delete_collection(base, f"bench=raw{n}-{r}")
                     name = f"bench-{n}-{r}"
+                    s0, o0 = server.cpu_s(), operator.cpu_s()
                     times.append(await create_to_children(base, name, n))
+                    server_cpus.append((server.cpu_s() - s0) / (2 * n))
+                    operator_cpus.append((operator.cpu_s() - o0) / (2 * n))
                     await delete_job(base, name)
                 median = statistics.median(times)
-                rate = 2 * n / median
-                rows.append((n, runs, median, raw, rate))
+                rows.append((n, args.runs, median, statistics.median(raws), 2 * n / median))
+                med = statistics.median
+                cpu.append((n, med(raw_cpus), med(server_cpus), med(operator_cpus)))
         finally:
             operator.stop()
 
@@ -416,7 +452,12 @@ async def bench(args: argparse.Namespace) -> None:
         print(
             f"  {UPSTREAM_1000_S / t:.0f}x slower); fraction of the raw rate {rate / raw:.0%} (target >= 70%)"
         )
-    print(f"\nraw create rate: plain aiohttp client, {RAW_IN_FLIGHT} in flight, 2N objects (pods, services)")
+    print(f"\nraw create rate: plain aiohttp client, {RAW_IN_FLIGHT} in flight, 2N objects (pods, services),")
+    print("  timed like the operator: until the last object is seen ADDED on the same watches")
+    print("\nCPU per created object (µs, medians): the busier process is the bottleneck")
+    print(f"{'N':>6} {'server, raw':>12} {'server, operator':>17} {'operator':>9}")
+    for n, raw_cpu, server_cpu, operator_cpu in cpu:
+        print(f"{n:>6} {raw_cpu * 1e6:>12.0f} {server_cpu * 1e6:>17.0f} {operator_cpu * 1e6:>9.0f}")
     extra = rss_loaded - rss_empty
     print("\noperator memory (RSS of the operator process, after cache sync)")
     print(f"  empty operator:              {rss_empty:7.1f} MB")
@@ -442,9 +483,11 @@ def main() -> None:
     parser.add_argument("--role", choices=("bench", "server", "operator"), default="bench")
     parser.add_argument("--url")
     parser.add_argument("--sizes", default="1,100,1000")
+    parser.add_argument("--runs", type=int, default=3, help="runs per size (medians are printed)")
     parser.add_argument("--rss-pods", type=int, default=10_000)
     parser.add_argument("--fanout-pods", type=int, default=1_000)
     parser.add_argument("--profile", help="cProfile the operator process into this file")
+    parser.add_argument("--profile-server", help="cProfile the API server process into this file")
     parser.add_argument(
         "--kube-api-qps",
         type=float,
@@ -454,7 +497,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.role == "server":
-        serve_apiserver()
+        serve_apiserver(args.profile)
     elif args.role == "operator":
         run_operator(args.url, args.profile, args.kube_api_qps)
     else:
