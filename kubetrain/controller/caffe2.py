@@ -15,12 +15,11 @@ idempotent planner:
 
 from __future__ import annotations
 
-import copy
 import json
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.codec import encode
+from kubetrain.api.codec import encode, json_clone
 from kubetrain.api.conditions import TRUE, is_finished, set_condition
 from kubetrain.api.defaults_mpi import default_caffe2
 from kubetrain.api.kinds import (
@@ -128,7 +127,7 @@ def _set(status: Caffe2JobStatus, cond_type: str, reason: str, message: str, sta
 
 def _pod(sync: Sync, job: Caffe2Job, index: int, replicas: int) -> JsonDict:
     assert job.spec is not None and job.spec.replica_specs is not None  # validated
-    template = copy.deepcopy(as_dict(job.spec.replica_specs.template))
+    template = json_clone(as_dict(job.spec.replica_specs.template))
     tmeta = as_dict(template.get("metadata"))
     key = f"{job.namespace}-{job.name}"
     labels = {

@@ -10,11 +10,10 @@ Job completed or failed.
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.codec import decode, encode
+from kubetrain.api.codec import decode, encode, json_clone
 from kubetrain.api.defaults_mpi import default_chainer
 from kubetrain.api.kinds import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.api.kinds_mpi import CHAINERJOB, parse_extra_job
@@ -314,7 +313,7 @@ def _decorate(chj: ChainerJob, pod_spec: JsonDict, master_slots: int | None) -> 
 
 
 def _template(chj: ChainerJob, template: Any, labels: dict[str, str]) -> JsonDict:
-    out = copy.deepcopy(as_dict(template))
+    out = json_clone(as_dict(template))
     tmeta = as_dict(out.get("metadata"))
     tmeta["labels"] = {**as_dict(tmeta.get("labels")), **labels}
     out["metadata"] = tmeta
@@ -331,7 +330,8 @@ def _master_job(sync: Sync, chj: ChainerJob, distributed: bool) -> JsonDict:
     # Not upstream: the master pod also carries the v1 kinds' job-name and replica labels, which is
     # how `kubetrain logs/run` and the client find a job's pods (the Job's own labels are upstream's).
     template["metadata"]["labels"].update(
-        {LABEL_JOB_NAME: chj.name, LABEL_REPLICA_TYPE: "master", LABEL_REPLICA_INDEX: "0"})
+        {LABEL_JOB_NAME: chj.name, LABEL_REPLICA_TYPE: "master", LABEL_REPLICA_INDEX: "0"}
+    )
     if distributed:
         _decorate(chj, template["spec"], _slots(master.mpi_config if master else None))
     labels = {**as_dict(chj.metadata.get("labels")), **managed}

@@ -9,9 +9,9 @@ only serialises them.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from kubetrain.api.codec import json_clone
 from kubetrain.api.kinds import (
     JOB_ROLE_MASTER,
     LABEL_JOB_ROLE,
@@ -61,7 +61,7 @@ class PodFactory:
         tmeta = _dict(template.get("metadata"))
         tspec = _dict(template.get("spec"))
         self.template_sets_restart_policy = bool(tspec.get("restartPolicy"))
-        self.spec: JsonDict = copy.deepcopy(tspec)
+        self.spec: JsonDict = json_clone(tspec)
         self.spec["restartPolicy"] = pod_restart_policy(spec.restart_policy)
         labels = dict(_dict(tmeta.get("labels")))
         labels.update(job_labels(ctx.info, ctx.job))

@@ -8,11 +8,11 @@ never be served a stale value.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from typing import Any
 
+from kubetrain.api.codec import json_clone
 from kubetrain.api.kinds import KindInfo
 from kubetrain.api.types import ReplicaSpec, TrainingJob
 
@@ -118,7 +118,7 @@ def append_env(container: JsonDict, env_vars: list[JsonDict]) -> None:
     current = container.get("env")
     if not isinstance(current, list):
         current = container["env"] = []
-    current.extend(copy.deepcopy(var) if "valueFrom" in var else dict(var) for var in env_vars)
+    current.extend(json_clone(var) if "valueFrom" in var else dict(var) for var in env_vars)
 
 
 def append_env_all(pod: JsonDict, env_vars: list[JsonDict]) -> None:

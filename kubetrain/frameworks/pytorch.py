@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import re
 from functools import lru_cache
 from typing import Any, ClassVar
 
 import yaml
 
+from kubetrain.api.codec import json_clone
 from kubetrain.api.kinds import API_VERSION, PYTORCHJOB, KindInfo
 from kubetrain.api.types import ElasticPolicy, PyTorchJobSpec, TrainingJob
 from kubetrain.frameworks._env import (
@@ -83,7 +83,7 @@ def init_containers(job: TrainingJob, settings: FrameworkSettings) -> list[JsonD
         settings.pytorch_init_container_max_tries,
         replica_name(job.name, "master", 0),
     )
-    return copy.deepcopy(list(rendered))
+    return json_clone(list(rendered))
 
 
 def _elastic_env(job: TrainingJob, policy: ElasticPolicy) -> list[JsonDict]:
@@ -166,7 +166,7 @@ def desired_hpa(job: TrainingJob) -> JsonDict | None:
     if policy.min_replicas is not None:
         hpa_spec["minReplicas"] = policy.min_replicas
     hpa_spec["maxReplicas"] = policy.max_replicas if policy.max_replicas is not None else policy.min_replicas
-    hpa_spec["metrics"] = copy.deepcopy(policy.metrics)
+    hpa_spec["metrics"] = json_clone(policy.metrics)
     owner = {
         "apiVersion": API_VERSION,
         "kind": PYTORCHJOB.kind,

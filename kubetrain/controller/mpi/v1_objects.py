@@ -8,9 +8,9 @@ container delivers kubectl.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from kubetrain.api.codec import json_clone
 from kubetrain.api.kinds import JOB_ROLE_MASTER, LABEL_JOB_ROLE, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.api.types_mpi import LAUNCHER, WORKER
 from kubetrain.controller import gang
@@ -41,7 +41,7 @@ def _dict(value: Any) -> JsonDict:
 
 def _template(ctx: Reconcile, rtype: str) -> tuple[dict[str, Any], dict[str, Any], JsonDict]:
     spec = ctx.job.replica_specs.get(rtype)
-    template = copy.deepcopy(_dict(spec.template if spec is not None else None))
+    template = json_clone(_dict(spec.template if spec is not None else None))
     tmeta = _dict(template.get("metadata"))
     return (
         dict(_dict(tmeta.get("labels"))),

@@ -8,10 +8,10 @@ before being changed: the job (from the runtime's cache) is never mutated.
 from __future__ import annotations
 
 import base64
-import copy
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.codec import json_clone
 from kubetrain.api.kinds import LABEL_JOB_NAME, LABEL_JOB_ROLE, LABEL_OPERATOR_NAME, LABEL_REPLICA_INDEX
 from kubetrain.api.kinds_mpi import MPI_OPERATOR_NAME
 from kubetrain.api.types import ReplicaSpec
@@ -162,7 +162,7 @@ def _dict(value: Any) -> JsonDict:
 
 def _template(spec: ReplicaSpec | None) -> tuple[dict[str, Any], dict[str, Any], JsonDict]:
     """(labels, annotations, pod spec) of a deep copy of the replica's template."""
-    template = copy.deepcopy(_dict(spec.template if spec is not None else None))
+    template = json_clone(_dict(spec.template if spec is not None else None))
     tmeta = _dict(template.get("metadata"))
     labels = dict(_dict(tmeta.get("labels")))
     annotations = dict(_dict(tmeta.get("annotations")))

@@ -9,6 +9,7 @@ from api_builders import deep, example_documents, job, replica
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubetrain.api.codec import json_clone
 from kubetrain.api.jobs import job_to_dict, parse_job
 from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import validate_raw
@@ -132,3 +133,25 @@ def test_generated_valid_jobs_round_trip_exactly(raw: dict[str, Any]) -> None:
     assert parsed is not None and info is not None
     assert list(errors.messages()) == []
     assert job_to_dict(parsed) == raw
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+        max_leaves=20,
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_json_clone_is_an_equal_copy_sharing_no_container(value: Any) -> None:
+    copied = json_clone(value)
+    assert copied == value
+
+    def containers(v: Any) -> list[int]:
+        if isinstance(v, dict):
+            return [id(v), *(i for x in v.values() for i in containers(x))]
+        if isinstance(v, list):
+            return [id(v), *(i for x in v for i in containers(x))]
+        return []
+
+    assert not set(containers(copied)) & set(containers(value))
