@@ -28,7 +28,6 @@ Watched = Callable[[str, str], bool]
 
 @dataclass
 class ApplyResult:
-    created: list[dict] = field(default_factory=list)
     patched: list[dict] = field(default_factory=list)
     """The objects as the API server returned them after each successful patch."""
     errors: list[ApiError] = field(default_factory=list)
@@ -80,7 +79,10 @@ class Applier:
         obj = action.obj
         name = child_id(obj["kind"], obj["metadata"]["name"])
         try:
-            created = await self.client.create(obj, namespace=obj["metadata"].get("namespace") or namespace)
+            # The answer is not read: the cache learns the new object from the watch.
+            await self.client.create(
+                obj, namespace=obj["metadata"].get("namespace") or namespace, read_back=False
+            )
         except ApiError as err:
             # Either way the cache will not report a create caused by this call.
             self.expectations.creation_observed(job_key, name)
@@ -92,7 +94,6 @@ class Applier:
             result.errors.append(err)
             return
         result.count("create", "ok")
-        result.created.append(created)
 
     async def _delete(self, job_key: str, action: DeleteObject, result: ApplyResult) -> None:
         ref = action.ref

@@ -8,6 +8,7 @@ expectation TTL.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 
 def matches(selector: str | None, labels: Mapping[str, str] | None) -> bool:
@@ -18,8 +19,9 @@ def matches(selector: str | None, labels: Mapping[str, str] | None) -> bool:
     return all(_term_matches(term.strip(), labels) for term in _split(selector))
 
 
-def _split(selector: str) -> list[str]:
-    """Split on commas that are not inside `in (...)` parentheses."""
+@lru_cache(maxsize=256)
+def _split(selector: str) -> tuple[str, ...]:
+    """Split on commas that are not inside `in (...)` parentheses (cached: selectors are few)."""
     terms, depth, start = [], 0, 0
     for i, ch in enumerate(selector):
         if ch == "(":
@@ -30,7 +32,7 @@ def _split(selector: str) -> list[str]:
             terms.append(selector[start:i])
             start = i + 1
     terms.append(selector[start:])
-    return [t for t in terms if t.strip()]
+    return tuple(t for t in terms if t.strip())
 
 
 def _term_matches(term: str, labels: Mapping[str, str]) -> bool:

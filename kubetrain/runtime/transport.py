@@ -204,12 +204,17 @@ class KubeClient:
             if not cont:
                 return items, str(meta.get("resourceVersion") or "")
 
-    async def create(self, obj: JsonDict, *, namespace: str | None = None) -> JsonDict:
+    async def create(
+        self, obj: JsonDict, *, namespace: str | None = None, read_back: bool = True
+    ) -> JsonDict:
+        """POST; the created object, or {} when `read_back` is False (its body is not parsed)."""
         meta = obj.get("metadata") or {}
         rt = self.resource(obj["apiVersion"], obj["kind"])
         ns = namespace or meta.get("namespace")
         # A named create is safe to repeat: a second attempt at worst gets 409 AlreadyExists.
-        return await self.request("POST", rt.path(ns), body=obj, idempotent=bool(meta.get("name")))
+        return await self.request(
+            "POST", rt.path(ns), body=obj, idempotent=bool(meta.get("name")), decode=read_back
+        )
 
     async def replace(self, obj: JsonDict, *, subresource: str | None = None) -> JsonDict:
         """PUT; conditional on `metadata.resourceVersion` when the object carries one."""
@@ -373,8 +378,10 @@ class KubeClient:
         content_type: str = "application/json",
         idempotent: bool = True,
         timeout: float | None = None,
+        decode: bool = True,
     ) -> JsonDict:
-        """One API call with limiter, retries and JSON decoding; raises ApiError on failure."""
+        """One API call with limiter, retries and JSON decoding (of a success body only when
+        `decode`); raises ApiError on failure."""
         data = _encode(body) if body is not None else None
         timeout = timeout or self.request_timeout
         backoff = Backoff(self.backoff_base, self.backoff_cap)
@@ -386,7 +393,7 @@ class KubeClient:
             try:
                 resp = await self._exchange(method, path, query, data, content_type, timeout, idempotent)
                 if 200 <= resp.status < 300:
-                    return _decode(resp.body) if resp.body else {}
+                    return _decode(resp.body) if resp.body and decode else {}
                 err = ApiError.from_status(
                     resp.status, _decode_or_text(resp.body), _retry_after(resp.headers.get("retry-after"))
                 )

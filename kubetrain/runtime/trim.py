@@ -8,8 +8,8 @@ same keys and label values, so sharing them is most of the remaining saving.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable
+from sys import intern
 from typing import Any
 
 JsonDict = dict[str, Any]
@@ -45,13 +45,20 @@ _SERVICE_SPEC_KEYS = ("clusterIP", "selector", "ports", "publishNotReadyAddresse
 
 
 def compact(value: Any) -> Any:
-    """A deep copy with interned keys and short strings, so identical strings are stored once."""
+    """A deep copy with interned keys and short strings, so identical strings are stored once.
+
+    String leaves (most of a pod's metadata) are handled inline: one call per container, not per
+    string, is what keeps trimming cheap on the watch path.
+    """
     if isinstance(value, dict):
-        return {sys.intern(k): compact(v) for k, v in value.items()}
+        return {
+            intern(k): (intern(v) if type(v) is str and len(v) <= _INTERN_MAX else compact(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [compact(v) for v in value]
+        return [intern(v) if type(v) is str and len(v) <= _INTERN_MAX else compact(v) for v in value]
     if isinstance(value, str) and len(value) <= _INTERN_MAX:
-        return sys.intern(value)
+        return intern(value)
     return value
 
 
@@ -62,7 +69,7 @@ def _pick(src: JsonDict | None, keys: Iterable[str]) -> JsonDict:
 
 
 def _names(items: list[JsonDict] | None) -> list[JsonDict]:
-    return [{"name": sys.intern(c["name"])} for c in items or () if "name" in c]
+    return [{"name": intern(c["name"])} for c in items or () if "name" in c]
 
 
 def trim_metadata(meta: JsonDict | None) -> JsonDict:

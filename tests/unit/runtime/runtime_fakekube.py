@@ -155,7 +155,9 @@ class FakeKube:
             raise _status(404, "NotFound")
         return copy.deepcopy(obj)
 
-    async def create(self, obj: JsonDict, *, namespace: str | None = None) -> JsonDict:
+    async def create(
+        self, obj: JsonDict, *, namespace: str | None = None, read_back: bool = True
+    ) -> JsonDict:
         obj = copy.deepcopy(obj)
         obj["metadata"].setdefault("namespace", namespace)
         rt = self.resource(obj["apiVersion"], obj["kind"])
@@ -163,7 +165,8 @@ class FakeKube:
         self._fault("create")
         if f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" in self._bucket(rt):
             raise _status(409, "AlreadyExists")
-        return self.put(obj)
+        stored = self.put(obj)
+        return stored if read_back else {}
 
     async def delete(
         self,

@@ -106,6 +106,14 @@ async def test_paths_and_verbs(server: tuple[Script, KubeClient]) -> None:
     }
 
 
+async def test_create_without_read_back_skips_the_answer(server: tuple[Script, KubeClient]) -> None:
+    script, client = server
+    script.replies = [(201, {**POD, "metadata": {**POD["metadata"], "uid": "u1"}})] * 2
+    assert (await client.create(POD))["metadata"]["uid"] == "u1"
+    assert await client.create(POD, read_back=False) == {}
+    assert [r[3] for r in script.requests] == [POD, POD]  # both were sent in full
+
+
 async def test_list_follows_continue_tokens(server: tuple[Script, KubeClient]) -> None:
     script, client = server
     script.replies = [
