@@ -37,7 +37,15 @@ from prometheus_client import CollectorRegistry
 from kubetrain.controller import reconciler
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.mpi.common import ERR_RESOURCE_EXISTS
-from kubetrain.controller.plan import Action, CreateObject, ObjectRef, Observed, PatchObject, Plan
+from kubetrain.controller.plan import (
+    Action,
+    CreateObject,
+    DeleteObject,
+    ObjectRef,
+    Observed,
+    PatchObject,
+    Plan,
+)
 from kubetrain.runtime import kinds as served
 from kubetrain.runtime.applier import Applier, ApplyResult
 from kubetrain.runtime.cache import (
@@ -498,7 +506,7 @@ class Manager:
             return
 
         # The job's own patches (MPIJob's version annotation), then its status, then the children.
-        # Status before the child writes: a plan that finishes a job (cleanPodPolicy deletes) or
+        # Status before any child delete: a plan that finishes a job (cleanPodPolicy deletes) or
         # restarts a pod (a delete, counted in status.kubetrain) must have its status stored before
         # the deletes, or an operator dying in between leaves an unfinished job without its pods
         # (recreated: kubeflow/trainer#1186) or a restart that was never counted.
@@ -514,10 +522,22 @@ class Manager:
         base = next((o for o in first.patched if _same_object(o, job)), None)
         if base is not None:
             self._store_if_newer(kc, base)
-        if plan.status is not None and not await self._write_status(kc, key, base or job, plan.status):
-            return
-
-        outcome = await self.applier.apply(key, ns, children)
+        if plan.status is None:
+            outcome = await self.applier.apply(key, ns, children)
+        elif any(isinstance(a, DeleteObject) for a in children):
+            if not await self._write_status(kc, key, base or job, plan.status):
+                return
+            outcome = await self.applier.apply(key, ns, children)
+        else:
+            # Creates and patches are safe against a crash in either order (a repeat is a 409 or a
+            # no-op), so they go out alongside the status write: one round trip less per job start.
+            status_written, outcome = await asyncio.gather(
+                self._write_status(kc, key, base or job, plan.status),
+                self.applier.apply(key, ns, children),
+            )
+            if not status_written:
+                self._count_writes(outcome)
+                return
         self._count_writes(outcome)
         source = served.controller_name(kc.info, job)
         for event in plan.events:
