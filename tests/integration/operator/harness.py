@@ -373,9 +373,17 @@ class PodAudit:
         prefix = f"{job_name}-"
         return {n: len(u) for n, u in self.created.items() if n.startswith(prefix)}
 
-    async def watch(self, client: KubeClient, namespace: str | None = None) -> None:
-        """Follow pod ADDED events over HTTP from the current resourceVersion, resuming on breaks."""
-        _, rv = await client.list("v1", "Pod", namespace, limit=1)
+    async def follow(self, cluster: Cluster, namespace: str | None = None) -> None:
+        """Start following pod ADDED events over HTTP; every pod created after this returns is seen.
+
+        The list is awaited here, not in the background task: a listing that lands after the
+        first creates (its request met an injected fault and was retried) would miss them.
+        """
+        _, rv = await cluster.client.list("v1", "Pod", namespace, limit=1)
+        cluster.spawn(self._watch(cluster.client, namespace, rv))
+
+    async def _watch(self, client: KubeClient, namespace: str | None, rv: str) -> None:
+        """Watch from `rv`, resuming on breaks."""
         while True:
             try:
                 async for event in client.watch("v1", "pods", namespace, resource_version=rv):

@@ -42,7 +42,7 @@ async def test_conflicts_and_server_errors_are_survived() -> None:
     jobs = lifecycles(12, rng, prefix="fault")
     async with Cluster.start(start_operator=False) as cluster:
         audit = PodAudit()
-        cluster.spawn(audit.watch(cluster.client))
+        await audit.follow(cluster)
         rules = arm_faults(cluster)
         await cluster.operator.start()  # its first list and watches meet the faults too
         await run_and_check(cluster, jobs, audit)

@@ -30,7 +30,7 @@ async def test_invalid_jobs_fail_while_others_are_served() -> None:
     before, after = lifecycles(6, rng, prefix="pre"), lifecycles(6, rng, prefix="post")
     async with Cluster.start() as cluster:
         audit = PodAudit()
-        cluster.spawn(audit.watch(cluster.client))
+        await audit.follow(cluster)
         accepted: list[tuple[JobBuilder, str]] = []
         for builder, prefix in INVALID:
             await cluster.create(builder)  # the server takes it: only the schema guards it

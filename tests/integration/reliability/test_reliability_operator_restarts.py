@@ -66,7 +66,7 @@ async def test_kill_and_restart_during_twenty_lifecycles() -> None:
     jobs = lifecycles(JOBS, rng, prefix="chaos", scenarios=CHAOS_SCENARIOS)
     async with Cluster.start() as cluster:
         audit = PodAudit()
-        cluster.spawn(audit.watch(cluster.client))
+        await audit.follow(cluster)
         done = asyncio.Event()
         monkey = asyncio.create_task(chaos_monkey(cluster.operator, WriteClock(cluster), rng, done))
 
