@@ -68,8 +68,11 @@ class RawServer:
             writer.close()
 
 
+Start = Callable[[Handler], Awaitable[RawServer]]
+
+
 @pytest.fixture
-async def raw_server() -> AsyncIterator[Callable[[Handler], Awaitable[RawServer]]]:
+async def raw_server() -> AsyncIterator[Start]:
     servers: list[asyncio.Server] = []
 
     async def start(handler: Handler) -> RawServer:
@@ -92,7 +95,7 @@ async def ok(exchange: Exchange) -> None:
     exchange.writer.write(answer("200 OK", exchange.request_line.encode()))
 
 
-async def test_keep_alive_reuses_one_connection(raw_server: Callable[[Handler], Awaitable[RawServer]]) -> None:
+async def test_keep_alive_reuses_one_connection(raw_server: Start) -> None:
     server = await raw_server(ok)
     pool = ConnectionPool(f"http://127.0.0.1:{server.port}")
     for i in range(3):
@@ -105,7 +108,7 @@ async def test_keep_alive_reuses_one_connection(raw_server: Callable[[Handler], 
     pool.close()
 
 
-async def test_body_headers_prefix_and_quoting(raw_server: Callable[[Handler], Awaitable[RawServer]]) -> None:
+async def test_body_headers_prefix_and_quoting(raw_server: Start) -> None:
     server = await raw_server(ok)
     pool = ConnectionPool(f"http://127.0.0.1:{server.port}/k8s/clusters/c-1/", user_agent="kubetrain/test")
     body = b'{"kind":"Pod"}'
@@ -122,7 +125,7 @@ async def test_body_headers_prefix_and_quoting(raw_server: Callable[[Handler], A
     pool.close()
 
 
-async def test_chunked_body_split_across_writes(raw_server: Callable[[Handler], Awaitable[RawServer]]) -> None:
+async def test_chunked_body_split_across_writes(raw_server: Start) -> None:
     async def chunked(exchange: Exchange) -> None:
         wire = (
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Repeated: a\r\nX-Repeated: b\r\n\r\n"
@@ -143,7 +146,7 @@ async def test_chunked_body_split_across_writes(raw_server: Callable[[Handler], 
     pool.close()
 
 
-async def test_connection_close_and_read_until_eof(raw_server: Callable[[Handler], Awaitable[RawServer]]) -> None:
+async def test_connection_close_and_read_until_eof(raw_server: Start) -> None:
     async def closing(exchange: Exchange) -> None:
         if exchange.connection % 2:
             exchange.writer.write(answer("200 OK", b"closing", "Connection: close\r\n"))
@@ -163,7 +166,7 @@ async def test_connection_close_and_read_until_eof(raw_server: Callable[[Handler
 
 
 async def test_no_body_statuses_and_informational_answers(
-    raw_server: Callable[[Handler], Awaitable[RawServer]],
+    raw_server: Start,
 ) -> None:
     async def varied(exchange: Exchange) -> None:
         if exchange.index_on_connection == 0:
@@ -181,7 +184,7 @@ async def test_no_body_statuses_and_informational_answers(
 
 
 async def test_connection_dropped_while_idle_is_retried_on_a_fresh_one(
-    raw_server: Callable[[Handler], Awaitable[RawServer]],
+    raw_server: Start,
 ) -> None:
     async def drops_second(exchange: Exchange) -> None:
         if exchange.index_on_connection == 1:
@@ -200,7 +203,7 @@ async def test_connection_dropped_while_idle_is_retried_on_a_fresh_one(
     pool.close()
 
 
-async def test_deadline_discards_the_connection(raw_server: Callable[[Handler], Awaitable[RawServer]]) -> None:
+async def test_deadline_discards_the_connection(raw_server: Start) -> None:
     release = asyncio.Event()
 
     async def slow_first(exchange: Exchange) -> None:
@@ -219,7 +222,7 @@ async def test_deadline_discards_the_connection(raw_server: Callable[[Handler], 
 
 
 async def test_cancelled_request_does_not_poison_the_pool(
-    raw_server: Callable[[Handler], Awaitable[RawServer]],
+    raw_server: Start,
 ) -> None:
     release = asyncio.Event()
 
@@ -252,9 +255,7 @@ async def test_cancelled_request_does_not_poison_the_pool(
         (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "before the whole body"),
     ],
 )
-async def test_malformed_answers_raise_protocol_errors(
-    raw_server: Callable[[Handler], Awaitable[RawServer]], wire: bytes, message: str
-) -> None:
+async def test_malformed_answers_raise_protocol_errors(raw_server: Start, wire: bytes, message: str) -> None:
     async def broken(exchange: Exchange) -> None:
         exchange.writer.write(wire)
         await exchange.writer.drain()
@@ -267,7 +268,7 @@ async def test_malformed_answers_raise_protocol_errors(
     pool.close()
 
 
-async def test_connections_are_bounded(raw_server: Callable[[Handler], Awaitable[RawServer]]) -> None:
+async def test_connections_are_bounded(raw_server: Start) -> None:
     async def slowish(exchange: Exchange) -> None:
         await asyncio.sleep(0.02)
         exchange.writer.write(answer("200 OK", b"x"))
