@@ -140,13 +140,19 @@ class Store:
 
     # -- writes (from the reflector) ---------------------------------------------------------
 
-    def upsert(self, obj: JsonDict) -> Change | None:
-        """Add or replace; None when the stored object has the same resourceVersion (no change)."""
+    def trimmed(self, obj: JsonDict) -> JsonDict:
+        """`obj` as this store keeps it."""
+        return self._trim(obj) if self._trim else obj
+
+    def upsert(self, obj: JsonDict, *, trimmed: bool = False) -> Change | None:
+        """Add or replace; None when the stored object has the same resourceVersion (no change).
+
+        `trimmed`: `obj` already went through `trimmed()`."""
         key = object_key(obj)
         old = self._items.get(key)
         if old is not None and _rv(old) == _rv(obj) and _rv(obj) is not None:
             return None
-        new = self._trim(obj) if self._trim else obj
+        new = obj if trimmed or not self._trim else self._trim(obj)
         self._put(key, new)
         return Change("ADDED" if old is None else "MODIFIED", old, new)
 
@@ -158,13 +164,13 @@ class Store:
         self._unindex(key)
         return Change("DELETED", old, None)
 
-    def replace(self, objs: JsonList) -> ChangeList:
+    def replace(self, objs: JsonList, *, trimmed: bool = False) -> ChangeList:
         """Swap in a fresh list (after a relist) and report the difference as changes."""
         changes: ChangeList = []
         seen: set[str] = set()
         for obj in objs:
             seen.add(object_key(obj))
-            change = self.upsert(obj)
+            change = self.upsert(obj, trimmed=trimmed)
             if change is not None:
                 changes.append(change)
         for key in [k for k in self._items if k not in seen]:

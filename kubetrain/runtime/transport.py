@@ -186,8 +186,35 @@ class KubeClient:
         resource_version: str | None = None,
     ) -> tuple[JsonList, str]:
         """All items (following `continue` tokens) and the list's resourceVersion."""
-        rt = self.resource(api_version, kind)
         items: JsonList = []
+        rv = ""
+        async for page, page_rv in self.list_pages(
+            api_version,
+            kind,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=limit,
+            resource_version=resource_version,
+        ):
+            items.extend(page)
+            rv = page_rv
+        return items, rv
+
+    async def list_pages(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 500,
+        resource_version: str | None = None,
+    ) -> AsyncGenerator[tuple[JsonList, str], None]:
+        """Each page's items with the list's resourceVersion (final on the last page), so a caller
+        can digest a large list page by page instead of holding every full object at once."""
+        rt = self.resource(api_version, kind)
         cont: str | None = None
         while True:
             query = _query(
@@ -198,11 +225,11 @@ class KubeClient:
                 **{"continue": cont},
             )
             page = await self.request("GET", rt.path(namespace), query=query)
-            items.extend(page.get("items") or ())
             meta = page.get("metadata") or {}
             cont = meta.get("continue") or None
+            yield page.get("items") or [], str(meta.get("resourceVersion") or "")
             if not cont:
-                return items, str(meta.get("resourceVersion") or "")
+                return
 
     async def create(
         self, obj: JsonDict, *, namespace: str | None = None, read_back: bool = True

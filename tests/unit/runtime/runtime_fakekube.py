@@ -9,7 +9,7 @@ import asyncio
 import copy
 import itertools
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from kubetrain.runtime.errors import ApiError
@@ -115,6 +115,23 @@ class FakeKube:
             and matches(label_selector, o["metadata"].get("labels"))
         ]
         return items, self.list_rv_override or str(next(self._rv))
+
+    async def list_pages(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 500,
+        resource_version: str | None = None,
+    ) -> AsyncIterator[tuple[list[JsonDict], str]]:
+        """The whole list as pages of `limit` items (the last page carries the rv, as served)."""
+        items, rv = await self.list(api_version, kind, namespace, label_selector=label_selector)
+        step = limit or len(items) or 1
+        for start in range(0, max(len(items), 1), step):
+            yield items[start : start + step], rv
 
     async def watch(
         self,

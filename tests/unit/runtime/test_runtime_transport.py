@@ -130,6 +130,23 @@ async def test_list_follows_continue_tokens(server: tuple[Script, KubeClient]) -
     assert script.requests[1][2] == {"labelSelector": "a=b", "limit": "1", "continue": "c1"}
 
 
+async def test_list_pages_yields_each_page_before_asking_for_the_next(
+    server: tuple[Script, KubeClient],
+) -> None:
+    script, client = server
+    script.replies = [
+        (
+            200,
+            {"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": "c1", "resourceVersion": "7"}},
+        ),
+        (200, {"items": [{"metadata": {"name": "b"}}], "metadata": {"resourceVersion": "7"}}),
+    ]
+    seen = []
+    async for page, rv in client.list_pages("v1", "Pod", "ns", limit=1):
+        seen.append(([i["metadata"]["name"] for i in page], rv, len(script.requests)))
+    assert seen == [(["a"], "7", 1), (["b"], "7", 2)]
+
+
 async def test_retries_5xx_and_429_with_retry_after(server: tuple[Script, KubeClient]) -> None:
     script, client = server
     script.replies = [
