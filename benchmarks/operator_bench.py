@@ -443,6 +443,9 @@ async def bench(args: argparse.Namespace) -> None:
     print(f"{'N':>6} {'runs':>4} {'median':>10} {'operator':>13} {'raw server':>13} {'fraction':>9}")
     for n, runs, median, raw, rate in rows:
         print(f"{n:>6} {runs:>4} {fmt(median):>10} {rate:>9.0f} /s {raw:>9.0f} /s {rate / raw:>8.0%}")
+    if any(r[0] < 10 for r in rows):
+        print("(a small N measures latency, not rate: the operator adds one hop -- the job's watch event,")
+        print(" a reconcile, its status write -- before the children; the rate target is for large N)")
     big = [r for r in rows if r[0] == 1000]
     if big:
         t, raw, rate = big[0][2], big[0][3], big[0][4]
