@@ -30,8 +30,9 @@ def target_parser() -> argparse.ArgumentParser:
     """A parent parser with kubectl's connection flags."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("cluster")
-    group.add_argument("--kubeconfig", metavar="PATH",
-                       help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    group.add_argument(
+        "--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)"
+    )
     group.add_argument("--context", help="kubeconfig context (default: the current context)")
     group.add_argument("-n", "--namespace", help="namespace (default: the context's, else 'default')")
     return parent

@@ -11,10 +11,15 @@ from kubetrain.client.aio import AsyncClient
 
 def register(sub: SubParsers) -> None:
     parent = target_parser()
-    get = sub.add_parser("get", parents=[parent], help="list jobs, or show one",
-                         description="List jobs of every kind (no KIND), of one kind, or show one job.")
-    get.add_argument("kind", nargs="?", metavar="KIND",
-                     help="tfjob, pytorchjob, ... (any case, plural or singular)")
+    get = sub.add_parser(
+        "get",
+        parents=[parent],
+        help="list jobs, or show one",
+        description="List jobs of every kind (no KIND), of one kind, or show one job.",
+    )
+    get.add_argument(
+        "kind", nargs="?", metavar="KIND", help="tfjob, pytorchjob, ... (any case, plural or singular)"
+    )
     get.add_argument("name", nargs="?", metavar="NAME", help="a job name")
     get.add_argument("-o", "--output", choices=output.FORMATS[1:], help="output format (default: a table)")
     get.set_defaults(handler=with_client(_get))

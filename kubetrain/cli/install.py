@@ -46,19 +46,33 @@ CRD_WAIT = 60.0
 
 def register(sub: SubParsers) -> None:
     p = sub.add_parser(
-        "install", help="install (or upgrade, or remove) the operator on a cluster",
+        "install",
+        help="install (or upgrade, or remove) the operator on a cluster",
         description="Render manifests/overlays/<overlay> with kustomize and server-side apply it; "
-                    "re-running it upgrades in place. --print writes the YAML instead.")
+        "re-running it upgrades in place. --print writes the YAML instead.",
+    )
     p.add_argument("--print", dest="print_only", action="store_true", help="print the YAML, apply nothing")
-    p.add_argument("--overlay", choices=OVERLAYS, default="cluster-wide",
-                   help="cluster-wide (default): one operator for all namespaces; single-namespace: "
-                        "namespaced RBAC, jobs of the operator's namespace only")
-    p.add_argument("--namespace", default=DEFAULT_NAMESPACE,
-                   help=f"the operator's namespace (default: {DEFAULT_NAMESPACE}); with single-namespace, "
-                        "also the namespace it serves")
+    p.add_argument(
+        "--overlay",
+        choices=OVERLAYS,
+        default="cluster-wide",
+        help="cluster-wide (default): one operator for all namespaces; single-namespace: "
+        "namespaced RBAC, jobs of the operator's namespace only",
+    )
+    p.add_argument(
+        "--namespace",
+        default=DEFAULT_NAMESPACE,
+        help=f"the operator's namespace (default: {DEFAULT_NAMESPACE}); with single-namespace, "
+        "also the namespace it serves",
+    )
     p.add_argument("--image", metavar="REF", help="operator image (default: the tree's kubetrain:<version>)")
-    p.add_argument("--manifests", metavar="DIR", type=Path, default=None,
-                   help="the manifests directory (default: the one next to the kubetrain package)")
+    p.add_argument(
+        "--manifests",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="the manifests directory (default: the one next to the kubetrain package)",
+    )
     p.add_argument("--uninstall", action="store_true", help="delete what install creates")
     p.add_argument("--keep-crds", action="store_true", help="with --uninstall: keep the CRDs and every job")
     p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
@@ -72,8 +86,10 @@ def register(sub: SubParsers) -> None:
 def manifests_dir(explicit: Path | None) -> Path:
     root = explicit or Path(kubetrain.__file__).resolve().parent.parent / "manifests"
     if not (root / "overlays").is_dir():
-        raise ConfigError(f"no kustomize tree at {root} (expected overlays/ in it): pass --manifests DIR, "
-                          "the manifests/ directory of the kubetrain source tree")
+        raise ConfigError(
+            f"no kustomize tree at {root} (expected overlays/ in it): pass --manifests DIR, "
+            "the manifests/ directory of the kubetrain source tree"
+        )
     return root
 
 
@@ -124,8 +140,10 @@ def retarget(objects: list[JsonDict], old: str, new: str, image: str | None) -> 
                     labels["kubernetes.io/metadata.name"] = new
         if kind == "Deployment" and meta.get("name") == OPERATOR_DEPLOYMENT:
             for container in obj["spec"]["template"]["spec"].get("containers") or ():
-                container["args"] = [f"--namespace={new}" if a == f"--namespace={old}" else a
-                                     for a in container.get("args") or ()]
+                container["args"] = [
+                    f"--namespace={new}" if a == f"--namespace={old}" else a
+                    for a in container.get("args") or ()
+                ]
                 if image:
                     container["image"] = image
     return objects
@@ -177,8 +195,9 @@ async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: boo
         rt = client.resource(obj["apiVersion"], obj["kind"])
         try:
             namespace = meta.get("namespace") if rt.namespaced else None
-            await client.delete(obj["apiVersion"], obj["kind"], namespace, meta["name"],
-                                propagation_policy="Foreground")
+            await client.delete(
+                obj["apiVersion"], obj["kind"], namespace, meta["name"], propagation_policy="Foreground"
+            )
         except ApiError as exc:
             if not exc.not_found:
                 raise KubetrainError(f"deleting {obj['kind']} {meta['name']} failed: {exc}") from None
@@ -210,13 +229,17 @@ async def _apply(args: argparse.Namespace, objects: list[JsonDict]) -> int:
     try:
         if args.uninstall:
             await delete_all(client, objects, args.keep_crds)
-            out.print("kubetrain operator uninstalled" + (" (CRDs and jobs kept)" if args.keep_crds else ""),
-                      markup=False)
+            out.print(
+                "kubetrain operator uninstalled" + (" (CRDs and jobs kept)" if args.keep_crds else ""),
+                markup=False,
+            )
         else:
             await apply_all(client, objects)
-            out.print(f"kubetrain operator installed in namespace {args.namespace} ({args.overlay}); "
-                      f"kubectl -n {args.namespace} rollout status deployment/{OPERATOR_DEPLOYMENT}",
-                      markup=False)
+            out.print(
+                f"kubetrain operator installed in namespace {args.namespace} ({args.overlay}); "
+                f"kubectl -n {args.namespace} rollout status deployment/{OPERATOR_DEPLOYMENT}",
+                markup=False,
+            )
         return 0
     except TimeoutError:
         raise KubetrainError(f"the CRDs were not Established within {CRD_WAIT:.0f}s") from None

@@ -18,19 +18,27 @@ JsonDict = dict
 
 def register(sub: SubParsers) -> None:
     logs = sub.add_parser(
-        "logs", parents=[target_parser()], help="print the logs of a job's replicas, or of one pod",
+        "logs",
+        parents=[target_parser()],
+        help="print the logs of a job's replicas, or of one pod",
         description="`logs KIND NAME` prints every replica's log prefixed by replica (`worker-1 | ...`), "
-                    "or one replica's with --replica; `logs POD` prints one pod's log.")
+        "or one replica's with --replica; `logs POD` prints one pod's log.",
+    )
     logs.add_argument("first", metavar="KIND|POD")
     logs.add_argument("name", metavar="NAME", nargs="?")
     logs.add_argument("--replica", metavar="TYPE-INDEX", help="only this replica, e.g. worker-1 or master-0")
     logs.add_argument("-c", "--container", help="container name (default: the job kind's main container)")
-    logs.add_argument("-f", "--follow", action="store_true",
-                      help="stream new lines (with a job: until it finishes, across restarts)")
+    logs.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="stream new lines (with a job: until it finishes, across restarts)",
+    )
     logs.add_argument("--tail", type=non_negative_int, default=None, help="only the last N lines of each log")
     logs.add_argument("--timestamps", action="store_true", help="prefix each line with its RFC3339 time")
-    logs.add_argument("-p", "--previous", action="store_true",
-                      help="the previous (restarted) container's log")
+    logs.add_argument(
+        "-p", "--previous", action="store_true", help="the previous (restarted) container's log"
+    )
     logs.set_defaults(handler=with_client(_logs))
 
 
@@ -45,18 +53,27 @@ async def _logs(client: AsyncClient, args: argparse.Namespace) -> int:
     if args.replica:
         pods = [p for p in pods if jobstate.replica_label(p, args.name) == args.replica.lower()]
         if not pods:
-            raise NotFound(f'{info.singular} "{args.name}" has no replica {args.replica} (replicas are named '
-                           "like master-0, worker-1)")
+            raise NotFound(
+                f'{info.singular} "{args.name}" has no replica {args.replica} (replicas are named '
+                "like master-0, worker-1)"
+            )
     if not pods:
-        raise NotFound(f'{info.singular} "{args.name}" has no pods (yet): see `kubetrain describe '
-                       f'{info.singular} {args.name}`')
+        raise NotFound(
+            f'{info.singular} "{args.name}" has no pods (yet): see `kubetrain describe '
+            f"{info.singular} {args.name}`"
+        )
     prefixer = Prefixer(jobstate.replica_label(p, args.name) for p in pods) if len(pods) > 1 else None
     for pod in pods:
         container = args.container or _main_container(pod, info.default_container)
         label = jobstate.replica_label(pod, args.name)
         try:
-            async for line in client.logs(pod["metadata"]["name"], container, tail=args.tail,
-                                          timestamps=args.timestamps, previous=args.previous):
+            async for line in client.logs(
+                pod["metadata"]["name"],
+                container,
+                tail=args.tail,
+                timestamps=args.timestamps,
+                previous=args.previous,
+            ):
                 out.print(prefixer.text(label, line) if prefixer else line, markup=False, highlight=False)
         except ApiFailure as exc:
             if exc.status != 400 or len(pods) == 1:
@@ -69,14 +86,16 @@ async def _logs(client: AsyncClient, args: argparse.Namespace) -> int:
 async def _pod_logs(client: AsyncClient, args: argparse.Namespace, pod: str, container: str | None) -> int:
     if args.replica:
         raise InvalidInput("--replica needs a job: kubetrain logs KIND NAME --replica worker-1")
-    async for line in client.logs(pod, container, follow=args.follow, tail=args.tail,
-                                  timestamps=args.timestamps, previous=args.previous):
+    async for line in client.logs(
+        pod, container, follow=args.follow, tail=args.tail, timestamps=args.timestamps, previous=args.previous
+    ):
         out.print(line, markup=False, highlight=False)
     return 0
 
 
-async def _follow_job(client: AsyncClient, args: argparse.Namespace, kind: str,
-                      default_container: str) -> int:
+async def _follow_job(
+    client: AsyncClient, args: argparse.Namespace, kind: str, default_container: str
+) -> int:
     prefixer = Prefixer()
 
     def emit(stream: Stream, line: str) -> None:
@@ -85,8 +104,9 @@ async def _follow_job(client: AsyncClient, args: argparse.Namespace, kind: str,
         label = container_label(stream.replica, stream.container, default_container, stream.init)
         out.print(prefixer.text(label, line), markup=False, highlight=False)
 
-    follower = JobLogFollower(client, args.name, emit, replica=args.replica, timestamps=args.timestamps,
-                              include_init=False)
+    follower = JobLogFollower(
+        client, args.name, emit, replica=args.replica, timestamps=args.timestamps, include_init=False
+    )
     task = asyncio.create_task(follower.run())
     try:
         await client.wait(kind, args.name)

@@ -30,8 +30,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kubetrain",
-                     description="Kubeflow training jobs, on Kubernetes or on this machine.")
+    parser = _Parser(
+        prog="kubetrain", description="Kubeflow training jobs, on Kubernetes or on this machine."
+    )
     parser.add_argument("--version", action="version", version=f"kubetrain {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="show logs (-vv: debug)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
@@ -51,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if verbosity == 0:
         # The operator logs recoverable API hiccups at WARNING; in a CLI session they are noise.
         logging.getLogger("kubetrain").setLevel(logging.ERROR)
@@ -81,8 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        err.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback, "
-                  "and please report it)", style="red", markup=False)
+        err.print(
+            f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback, "
+            "and please report it)",
+            style="red",
+            markup=False,
+        )
         return 1
 
 

@@ -15,26 +15,43 @@ CASCADE = {"foreground": FOREGROUND, "background": BACKGROUND}
 def register(sub: SubParsers) -> None:
     parent = target_parser()
     delete = sub.add_parser(
-        "delete", parents=[parent], help="delete a job and its pods",
+        "delete",
+        parents=[parent],
+        help="delete a job and its pods",
         description="Delete a job. Foreground cascade (default): the job stays, terminating, until the "
-                    "garbage collector removed its pods; --wait blocks until then.")
+        "garbage collector removed its pods; --wait blocks until then.",
+    )
     delete.add_argument("kind", metavar="KIND")
     delete.add_argument("name", metavar="NAME")
-    delete.add_argument("--cascade", choices=sorted(CASCADE), default="foreground",
-                        help="foreground (default: pods go first) or background (kubectl's default)")
+    delete.add_argument(
+        "--cascade",
+        choices=sorted(CASCADE),
+        default="foreground",
+        help="foreground (default: pods go first) or background (kubectl's default)",
+    )
     delete.add_argument("--wait", action="store_true", help="block until the job (and so its pods) is gone")
-    delete.add_argument("--timeout", type=positive_float, default=None,
-                        help="with --wait: give up after S seconds")
+    delete.add_argument(
+        "--timeout", type=positive_float, default=None, help="with --wait: give up after S seconds"
+    )
     delete.set_defaults(handler=with_client(_delete))
 
-    wait = sub.add_parser("wait", parents=[parent], help="block until a job reaches a condition",
-                          description="Exit 0 when the job reaches a wanted condition; with the default "
-                                      "(Succeeded or Failed), exit 1 if it Failed.")
+    wait = sub.add_parser(
+        "wait",
+        parents=[parent],
+        help="block until a job reaches a condition",
+        description="Exit 0 when the job reaches a wanted condition; with the default "
+        "(Succeeded or Failed), exit 1 if it Failed.",
+    )
     wait.add_argument("kind", metavar="KIND")
     wait.add_argument("name", metavar="NAME")
-    wait.add_argument("--for", dest="for_", action="append", metavar="CONDITION",
-                      help="condition type to wait for (repeatable; default: Succeeded and Failed), "
-                           "e.g. Running, Succeeded, condition=Succeeded")
+    wait.add_argument(
+        "--for",
+        dest="for_",
+        action="append",
+        metavar="CONDITION",
+        help="condition type to wait for (repeatable; default: Succeeded and Failed), "
+        "e.g. Running, Succeeded, condition=Succeeded",
+    )
     wait.add_argument("--timeout", type=positive_float, default=None, help="give up after S seconds (exit 1)")
     wait.set_defaults(handler=with_client(_wait))
 
@@ -65,7 +82,7 @@ async def _wait(client: AsyncClient, args: argparse.Namespace) -> int:
     info = resolve_kind(args.kind)
     job = await client.wait(args.kind, args.name, wanted, args.timeout)
     hit = jobstate.reached(job, wanted) or ""
-    out.print(f'{info.singular}.{info.group}/{args.name} condition met: {hit}', markup=False)
+    out.print(f"{info.singular}.{info.group}/{args.name} condition met: {hit}", markup=False)
     if hit == "Failed" and not args.for_:
         err.print(f"job failed: {jobstate.failure_message(job)}", markup=False)
         return 1

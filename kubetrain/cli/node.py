@@ -35,21 +35,38 @@ log = logging.getLogger(__name__)
 
 def register(sub: SubParsers) -> None:
     p = sub.add_parser(
-        "node", help="join a cluster as a node that runs its pods as local processes",
+        "node",
+        help="join a cluster as a node that runs its pods as local processes",
         description="Register this machine as a Node of the cluster in --kubeconfig and run the pods "
-                    "bound to it as local processes (no container runtime, no kubelet API: see the docs). "
-                    "--bind-pending also binds pending pods, for clusters without a scheduler.")
-    p.add_argument("--kubeconfig", metavar="PATH",
-                   help="kubeconfig of the cluster to join (default: $KUBECONFIG, then ~/.kube/config)")
+        "bound to it as local processes (no container runtime, no kubelet API: see the docs). "
+        "--bind-pending also binds pending pods, for clusters without a scheduler.",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig of the cluster to join (default: $KUBECONFIG, then ~/.kube/config)",
+    )
     p.add_argument("--context", help="kubeconfig context (default: the current one)")
-    p.add_argument("--name", default=None, help="the Node name (default: $KUBETRAIN_NODE_NAME, else "
-                   "kubetrain-local)")
-    p.add_argument("--bind-pending", action="store_true",
-                   help="also bind pending pods of the default scheduler to ready nodes")
-    p.add_argument("--workdir", metavar="DIR", default=".",
-                   help="working directory of pod processes whose container sets none (default: .)")
-    p.add_argument("--root-dir", metavar="DIR", default=None,
-                   help="where pod sandboxes (volumes, logs) live (default: a temporary directory)")
+    p.add_argument(
+        "--name", default=None, help="the Node name (default: $KUBETRAIN_NODE_NAME, else kubetrain-local)"
+    )
+    p.add_argument(
+        "--bind-pending",
+        action="store_true",
+        help="also bind pending pods of the default scheduler to ready nodes",
+    )
+    p.add_argument(
+        "--workdir",
+        metavar="DIR",
+        default=".",
+        help="working directory of pod processes whose container sets none (default: .)",
+    )
+    p.add_argument(
+        "--root-dir",
+        metavar="DIR",
+        default=None,
+        help="where pod sandboxes (volumes, logs) live (default: a temporary directory)",
+    )
     add_network_option(p)
     p.set_defaults(handler=_node)
 
@@ -76,8 +93,9 @@ async def _connect(kubeconfig: str | None, context: str | None) -> KubeAPI:
         raise ConfigError(f"cannot load the kubeconfig {kubeconfig or '(default)'}: {exc}") from None
 
 
-async def _serve(kubeconfig: str | None, context: str | None, config: NodeConfig, bind: bool,
-                 network: NetworkMode) -> int:
+async def _serve(
+    kubeconfig: str | None, context: str | None, config: NodeConfig, bind: bool, network: NetworkMode
+) -> int:
     api = await _connect(kubeconfig, context)
     agent: NodeAgent | None = None
     binder: Binder | None = None
@@ -86,8 +104,9 @@ async def _serve(kubeconfig: str | None, context: str | None, config: NodeConfig
             try:
                 agent = NodeAgent(api, config)
             except NetworkUnavailable as exc:
-                raise KubetrainError(f"cannot start the node: {exc} (`--network host` runs every pod on "
-                                     "127.0.0.1 instead)") from None
+                raise KubetrainError(
+                    f"cannot start the node: {exc} (`--network host` runs every pod on 127.0.0.1 instead)"
+                ) from None
             try:
                 await agent.start()
                 if bind:
@@ -95,8 +114,11 @@ async def _serve(kubeconfig: str | None, context: str | None, config: NodeConfig
                     await binder.start()
             except (ApiError, OSError) as exc:
                 raise KubetrainError(f"cannot join the cluster at {api.base_url}: {exc}") from None
-            out.print(f"node {agent.name} joined {api.base_url} (network: {network}"
-                      f"{', binding pending pods' if bind else ''}); Ctrl-C to stop", markup=False)
+            out.print(
+                f"node {agent.name} joined {api.base_url} (network: {network}"
+                f"{', binding pending pods' if bind else ''}); Ctrl-C to stop",
+                markup=False,
+            )
             await interrupts.first.wait()
             return 0
         finally:

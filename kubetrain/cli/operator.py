@@ -99,82 +99,200 @@ def scheme(text: str) -> str:
 
 def register(sub: SubParsers) -> None:
     p = sub.add_parser(
-        "operator", help="run the operator against a Kubernetes cluster (upstream's flags)",
+        "operator",
+        help="run the operator against a Kubernetes cluster (upstream's flags)",
         description="Watch kubeflow.org jobs on a cluster and run them: the process the Deployment in "
-                    "manifests/ starts. Uses --kubeconfig/$KUBECONFIG/~/.kube/config, else the in-cluster "
-                    "service account.")
+        "manifests/ starts. Uses --kubeconfig/$KUBECONFIG/~/.kube/config, else the in-cluster "
+        "service account.",
+    )
     conn = p.add_argument_group("cluster")
-    conn.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, "
-                      "~/.kube/config, then in-cluster config)")
+    conn.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster config)",
+    )
     conn.add_argument("--context", help="kubeconfig context (default: the current one)")
-    conn.add_argument("--namespace", default=os.environ.get("KUBEFLOW_NAMESPACE", ""),
-                      help="watch only this namespace (default: $KUBEFLOW_NAMESPACE, else all namespaces)")
-    conn.add_argument("--install-crds", nargs="?", const=True, default=False, type=go_bool,
-                      help="create or update the job CRDs at start (needs the right to write CRDs)")
+    conn.add_argument(
+        "--namespace",
+        default=os.environ.get("KUBEFLOW_NAMESPACE", ""),
+        help="watch only this namespace (default: $KUBEFLOW_NAMESPACE, else all namespaces)",
+    )
+    conn.add_argument(
+        "--install-crds",
+        nargs="?",
+        const=True,
+        default=False,
+        type=go_bool,
+        help="create or update the job CRDs at start (needs the right to write CRDs)",
+    )
 
     ctl = p.add_argument_group("controllers (upstream flags)")
-    ctl.add_argument("--enable-scheme", action="append", default=[], type=scheme, metavar="KIND",
-                     help="reconcile this kind (repeatable, case-insensitive, e.g. pytorchjob); default: all "
-                          "kinds whose CRD is installed")
-    ctl.add_argument("--gang-scheduler-name", default="", metavar="NAME",
-                     help="'volcano' or a scheduler-plugins scheduler name; runs without gang scheduling "
-                          "(one error line) if its PodGroup CRD is missing")
-    ctl.add_argument("--controller-threads", type=positive_int, default=_DEFAULTS.workers, metavar="N",
-                     help=f"workers per kind (default: {_DEFAULTS.workers}; upstream's is 1)")
-    ctl.add_argument("--kube-api-qps", type=positive_float, default=_DEFAULTS.kube_api_qps, metavar="QPS",
-                     help=f"client rate limit (default: {_DEFAULTS.kube_api_qps:g}; upstream's is 20)")
-    ctl.add_argument("--kube-api-burst", type=positive_int, default=_DEFAULTS.kube_api_burst, metavar="N",
-                     help=f"client burst (default: {_DEFAULTS.kube_api_burst}; upstream's is 30)")
-    ctl.add_argument("--pytorch-init-container-image", default=_DEFAULTS.pytorch_init_container_image,
-                     metavar="IMAGE", help="image of the PyTorch workers' wait-for-master init container")
-    ctl.add_argument("--pytorch-init-container-template-file", default=DEFAULT_PYTORCH_TEMPLATE_FILE,
-                     metavar="PATH", help="its template (Go template syntax; default "
-                     f"{DEFAULT_PYTORCH_TEMPLATE_FILE}, built-in when that file does not exist)")
-    ctl.add_argument("--pytorch-init-container-max-tries", type=positive_int,
-                     default=_DEFAULTS.pytorch_init_container_max_tries, metavar="N",
-                     help="how often the init container looks the master up")
-    ctl.add_argument("--mpi-kubectl-delivery-image", default="kubeflow/kubectl-delivery:latest",
-                     metavar="IMAGE", help="MPIJob v1 launcher's kubectl-delivery init container image")
+    ctl.add_argument(
+        "--enable-scheme",
+        action="append",
+        default=[],
+        type=scheme,
+        metavar="KIND",
+        help="reconcile this kind (repeatable, case-insensitive, e.g. pytorchjob); default: all "
+        "kinds whose CRD is installed",
+    )
+    ctl.add_argument(
+        "--gang-scheduler-name",
+        default="",
+        metavar="NAME",
+        help="'volcano' or a scheduler-plugins scheduler name; runs without gang scheduling "
+        "(one error line) if its PodGroup CRD is missing",
+    )
+    ctl.add_argument(
+        "--controller-threads",
+        type=positive_int,
+        default=_DEFAULTS.workers,
+        metavar="N",
+        help=f"workers per kind (default: {_DEFAULTS.workers}; upstream's is 1)",
+    )
+    ctl.add_argument(
+        "--kube-api-qps",
+        type=positive_float,
+        default=_DEFAULTS.kube_api_qps,
+        metavar="QPS",
+        help=f"client rate limit (default: {_DEFAULTS.kube_api_qps:g}; upstream's is 20)",
+    )
+    ctl.add_argument(
+        "--kube-api-burst",
+        type=positive_int,
+        default=_DEFAULTS.kube_api_burst,
+        metavar="N",
+        help=f"client burst (default: {_DEFAULTS.kube_api_burst}; upstream's is 30)",
+    )
+    ctl.add_argument(
+        "--pytorch-init-container-image",
+        default=_DEFAULTS.pytorch_init_container_image,
+        metavar="IMAGE",
+        help="image of the PyTorch workers' wait-for-master init container",
+    )
+    ctl.add_argument(
+        "--pytorch-init-container-template-file",
+        default=DEFAULT_PYTORCH_TEMPLATE_FILE,
+        metavar="PATH",
+        help="its template (Go template syntax; default "
+        f"{DEFAULT_PYTORCH_TEMPLATE_FILE}, built-in when that file does not exist)",
+    )
+    ctl.add_argument(
+        "--pytorch-init-container-max-tries",
+        type=positive_int,
+        default=_DEFAULTS.pytorch_init_container_max_tries,
+        metavar="N",
+        help="how often the init container looks the master up",
+    )
+    ctl.add_argument(
+        "--mpi-kubectl-delivery-image",
+        default="kubeflow/kubectl-delivery:latest",
+        metavar="IMAGE",
+        help="MPIJob v1 launcher's kubectl-delivery init container image",
+    )
 
     srv = p.add_argument_group("serving (upstream flags)")
-    srv.add_argument("--metrics-bind-address", type=bind_address, default=":8080", metavar="ADDR",
-                     help="Prometheus /metrics (default :8080; 0 disables)")
-    srv.add_argument("--health-probe-bind-address", type=bind_address, default=":8081", metavar="ADDR",
-                     help="/healthz and /readyz (default :8081; 0 disables)")
+    srv.add_argument(
+        "--metrics-bind-address",
+        type=bind_address,
+        default=":8080",
+        metavar="ADDR",
+        help="Prometheus /metrics (default :8080; 0 disables)",
+    )
+    srv.add_argument(
+        "--health-probe-bind-address",
+        type=bind_address,
+        default=":8081",
+        metavar="ADDR",
+        help="/healthz and /readyz (default :8081; 0 disables)",
+    )
     srv.add_argument("--webhook-server-port", type=port_number, default=DEFAULT_PORT, metavar="PORT")
-    srv.add_argument("--webhook-service-name", default=DEFAULT_SERVICE_NAME, metavar="NAME",
-                     help="the webhook Service (certificate DNS name <svc>.<ns>.svc)")
-    srv.add_argument("--webhook-secret-name", default=DEFAULT_SECRET_NAME, metavar="NAME",
-                     help="the Secret holding the CA and serving certificate")
-    srv.add_argument("--webhook-cert-dir", type=Path, default=DEFAULT_CERT_DIR, metavar="DIR",
-                     help=f"where tls.crt/tls.key live (default {DEFAULT_CERT_DIR})")
-    srv.add_argument("--no-webhook-cert-generation", action="store_true",
-                     help="do not generate certificates nor inject caBundle: serve what is mounted in "
-                          "--webhook-cert-dir (cert-manager)")
-    srv.add_argument("--no-webhook", action="store_true",
-                     help="do not serve the admission webhook (e.g. an operator run outside the cluster, "
-                          "which the API server cannot call)")
+    srv.add_argument(
+        "--webhook-service-name",
+        default=DEFAULT_SERVICE_NAME,
+        metavar="NAME",
+        help="the webhook Service (certificate DNS name <svc>.<ns>.svc)",
+    )
+    srv.add_argument(
+        "--webhook-secret-name",
+        default=DEFAULT_SECRET_NAME,
+        metavar="NAME",
+        help="the Secret holding the CA and serving certificate",
+    )
+    srv.add_argument(
+        "--webhook-cert-dir",
+        type=Path,
+        default=DEFAULT_CERT_DIR,
+        metavar="DIR",
+        help=f"where tls.crt/tls.key live (default {DEFAULT_CERT_DIR})",
+    )
+    srv.add_argument(
+        "--no-webhook-cert-generation",
+        action="store_true",
+        help="do not generate certificates nor inject caBundle: serve what is mounted in "
+        "--webhook-cert-dir (cert-manager)",
+    )
+    srv.add_argument(
+        "--no-webhook",
+        action="store_true",
+        help="do not serve the admission webhook (e.g. an operator run outside the cluster, "
+        "which the API server cannot call)",
+    )
 
     le = p.add_argument_group("leader election (upstream flags, plus the timings)")
-    le.add_argument("--leader-elect", nargs="?", const=True, default=False, type=go_bool,
-                    help="only the holder of the Lease reconciles")
+    le.add_argument(
+        "--leader-elect",
+        nargs="?",
+        const=True,
+        default=False,
+        type=go_bool,
+        help="only the holder of the Lease reconciles",
+    )
     le.add_argument("--leader-election-id", default=DEFAULT_LEASE_NAME, metavar="NAME", help="the Lease name")
-    le.add_argument("--leader-election-namespace", default="", metavar="NS",
-                    help="the Lease namespace (default: $MY_POD_NAMESPACE, the pod's namespace, --namespace, "
-                         "else 'default')")
-    le.add_argument("--leader-election-lease-duration", type=positive_float, default=15.0, metavar="SECONDS",
-                    help="how long a standby waits after the last renewal (default 15s)")
-    le.add_argument("--leader-election-renew-deadline", type=positive_float, default=10.0, metavar="SECONDS",
-                    help="how long the leader retries renewing before it gives up (default 10s)")
-    le.add_argument("--leader-election-retry-period", type=positive_float, default=2.0, metavar="SECONDS",
-                    help="time between attempts (default 2s)")
+    le.add_argument(
+        "--leader-election-namespace",
+        default="",
+        metavar="NS",
+        help="the Lease namespace (default: $MY_POD_NAMESPACE, the pod's namespace, --namespace, "
+        "else 'default')",
+    )
+    le.add_argument(
+        "--leader-election-lease-duration",
+        type=positive_float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long a standby waits after the last renewal (default 15s)",
+    )
+    le.add_argument(
+        "--leader-election-renew-deadline",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long the leader retries renewing before it gives up (default 10s)",
+    )
+    le.add_argument(
+        "--leader-election-retry-period",
+        type=positive_float,
+        default=2.0,
+        metavar="SECONDS",
+        help="time between attempts (default 2s)",
+    )
 
     lg = p.add_argument_group("process")
     lg.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
-    lg.add_argument("--log-format", choices=("text", "json"), default="text",
-                    help="json: one object per line (ts, level, logger, msg), for log collectors")
-    lg.add_argument("--drain-timeout", type=positive_float, default=10.0, metavar="SECONDS",
-                    help="on SIGTERM, how long in-flight reconciles may finish (default 10s)")
+    lg.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one object per line (ts, level, logger, msg), for log collectors",
+    )
+    lg.add_argument(
+        "--drain-timeout",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long in-flight reconciles may finish (default 10s)",
+    )
     p.set_defaults(handler=_operator)
 
 
@@ -268,15 +386,18 @@ def client_factory(kubeconfig: str | None, context: str | None) -> ClientFactory
         try:
             if path is None and context is None:
                 if not os.environ.get("KUBERNETES_SERVICE_HOST"):
-                    raise ConfigError("no kubeconfig found (--kubeconfig, $KUBECONFIG, ~/.kube/config) "
-                                      "and not running in a cluster")
+                    raise ConfigError(
+                        "no kubeconfig found (--kubeconfig, $KUBECONFIG, ~/.kube/config) "
+                        "and not running in a cluster"
+                    )
                 return KubeClient.in_cluster(qps=qps, burst=burst)
             return await KubeClient.from_kubeconfig(path, context, qps=qps, burst=burst)
         except KubetrainError:
             raise
         except Exception as exc:
-            raise ConfigError(f"cannot load the cluster configuration from {path or 'the default'}: {exc}"
-                              ) from None
+            raise ConfigError(
+                f"cannot load the cluster configuration from {path or 'the default'}: {exc}"
+            ) from None
 
     return connect
 
@@ -326,8 +447,11 @@ def configure_logging(level: str, fmt: str) -> None:
 def _operator(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
     options = operator_options(args)
-    operator = Operator(options, client_factory(args.kubeconfig, args.context),
-                        sidecars=sidecar_factory(webhook_options(args)))
+    operator = Operator(
+        options,
+        client_factory(args.kubeconfig, args.context),
+        sidecars=sidecar_factory(webhook_options(args)),
+    )
     return run_async(_serve(operator))
 
 

@@ -60,9 +60,16 @@ class WebhookSidecar:
         self.server = WebhookServer(options.cert_dir, host=options.host, port=options.port, kinds=kinds)
         self.provisioner: CertProvisioner | None = None
         if options.generate_certificates:
-            self.provisioner = CertProvisioner(client, CertConfig(
-                options.cert_dir, namespace=options.namespace, secret_name=options.secret_name,
-                service_name=options.service_name, cluster_domain=options.cluster_domain))
+            self.provisioner = CertProvisioner(
+                client,
+                CertConfig(
+                    options.cert_dir,
+                    namespace=options.namespace,
+                    secret_name=options.secret_name,
+                    service_name=options.service_name,
+                    cluster_domain=options.cluster_domain,
+                ),
+            )
 
     def ready(self) -> bool:
         return self.server.ready
@@ -70,8 +77,9 @@ class WebhookSidecar:
     async def run(self) -> None:
         opts = self.options
         if self.provisioner is not None:
-            await self._retry(self.provisioner.ensure, f"webhook certificates (Secret {opts.namespace}/"
-                              f"{opts.secret_name})")
+            await self._retry(
+                self.provisioner.ensure, f"webhook certificates (Secret {opts.namespace}/{opts.secret_name})"
+            )
         else:
             log.info("waiting for webhook certificates in %s", opts.cert_dir)
             await self.server.wait_for_certificates()

@@ -50,8 +50,9 @@ def _message(job: JsonDict) -> str:
     return str(conds[-1].get("message") or "") if conds else ""
 
 
-def job_rows(jobs: Sequence[JsonDict], *, show_kind: bool, wide: bool,
-             now: datetime | None = None) -> tuple[list[str], list[list[str]]]:
+def job_rows(
+    jobs: Sequence[JsonDict], *, show_kind: bool, wide: bool, now: datetime | None = None
+) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of `kubetrain get`: NAME STATE AGE (+ replicas, message with -o wide)."""
     headers = ["NAME", "STATE", "AGE"]
     if wide:
@@ -71,8 +72,11 @@ def job_rows(jobs: Sequence[JsonDict], *, show_kind: bool, wide: bool,
 
 def as_document(objs: Sequence[JsonDict], single: bool, fmt: str) -> str:
     """`-o yaml|json`: the object itself for one named object, else a v1 List (as kubectl does)."""
-    body: JsonDict = objs[0] if single and objs else {"apiVersion": "v1", "kind": "List", "items": list(objs),
-                                                      "metadata": {"resourceVersion": ""}}
+    body: JsonDict = (
+        objs[0]
+        if single and objs
+        else {"apiVersion": "v1", "kind": "List", "items": list(objs), "metadata": {"resourceVersion": ""}}
+    )
     if fmt == "json":
         return json.dumps(body, indent=4)
     return yaml.safe_dump(body, sort_keys=False, default_flow_style=False).rstrip("\n")

@@ -86,15 +86,30 @@ def kubeflow_admission(request: AdmissionRequest) -> AdmissionResult | None:
     info = _VALIDATED.get((request.api_version, request.kind))
     if info is None or request.subresource:
         return None
-    verdict = admit(info, review.AdmissionRequest(
-        uid="", operation=request.operation, object=request.object, old_object=request.old_object,
-        kind={"group": request.group, "version": request.version, "kind": request.kind},
-        namespace=request.namespace, name=request.name, dry_run=request.dry_run))
+    verdict = admit(
+        info,
+        review.AdmissionRequest(
+            uid="",
+            operation=request.operation,
+            object=request.object,
+            old_object=request.old_object,
+            kind={"group": request.group, "version": request.version, "kind": request.kind},
+            namespace=request.namespace,
+            name=request.name,
+            dry_run=request.dry_run,
+        ),
+    )
     if verdict.allowed:
         return AdmissionResult.allow(verdict.warnings)
     status = verdict.status
-    return AdmissionResult(False, str(status.get("message") or ""), int(status.get("code") or 403),
-                           str(status.get("reason") or ""), validation.webhook_name(info), verdict.warnings)
+    return AdmissionResult(
+        False,
+        str(status.get("message") or ""),
+        int(status.get("code") or 403),
+        str(status.get("reason") or ""),
+        validation.webhook_name(info),
+        verdict.warnings,
+    )
 
 
 class PlaneError(KubetrainError):
@@ -108,8 +123,15 @@ class LocalPlane:
     `kubetrain run`, the job file's directory, so `python train.py` finds the script).
     """
 
-    def __init__(self, *, port: int = 0, working_dir: Path | None = None, node_name: str = "kubetrain-local",
-                 operator_workers: int = 4, network: NetworkMode = "isolated") -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        working_dir: Path | None = None,
+        node_name: str = "kubetrain-local",
+        operator_workers: int = 4,
+        network: NetworkMode = "isolated",
+    ) -> None:
         self.port = port
         self.network: NetworkMode = network
         self.working_dir = working_dir or Path.cwd()
@@ -133,23 +155,32 @@ class LocalPlane:
             try:
                 await self.server.start(port=self.port)
             except OSError as exc:
-                raise PlaneError(f"cannot listen on 127.0.0.1:{self.port}: {exc.strerror or exc} "
-                                 "(pick another --port, or 0 for a free one)") from None
+                raise PlaneError(
+                    f"cannot listen on 127.0.0.1:{self.port}: {exc.strerror or exc} "
+                    "(pick another --port, or 0 for a free one)"
+                ) from None
             self._kube = KubeClient.for_url(self.url, qps=0)
-            config = RuntimeConfig(install_crds=True, workers=self.operator_workers, cache_sync_timeout=30.0,
-                                   pytorch_init_container_template=LOCAL_PYTORCH_INIT_TEMPLATE)
+            config = RuntimeConfig(
+                install_crds=True,
+                workers=self.operator_workers,
+                cache_sync_timeout=30.0,
+                pytorch_init_container_template=LOCAL_PYTORCH_INIT_TEMPLATE,
+            )
             self.manager = Manager(self._kube, config, crd_manifests=crd_manifests())
             await self.manager.start()
             self._node_api = KubeAPI(self.url)
             self.binder = Binder(self._node_api)
             self.jobs = JobController(self._node_api)
             try:
-                self.agent = NodeAgent(self._node_api, NodeConfig(
-                    node_name=self.node_name, working_dir=self.working_dir, network=self.network))
+                self.agent = NodeAgent(
+                    self._node_api,
+                    NodeConfig(node_name=self.node_name, working_dir=self.working_dir, network=self.network),
+                )
             except NetworkUnavailable as exc:
-                raise PlaneError(f"cannot start the local node: {exc} (`--network host` runs every pod on "
-                                 "127.0.0.1 instead: single-replica jobs work, replica names do not resolve)"
-                                 ) from None
+                raise PlaneError(
+                    f"cannot start the local node: {exc} (`--network host` runs every pod on "
+                    "127.0.0.1 instead: single-replica jobs work, replica names do not resolve)"
+                ) from None
             await self.agent.start()
             self.server.log_provider = self.agent.log_provider
             await self.binder.start()

@@ -11,8 +11,20 @@ from collections.abc import Iterable
 
 from rich.text import Text
 
-PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta",
-           "bright_green", "bright_yellow", "bright_blue", "red")
+PALETTE = (
+    "cyan",
+    "magenta",
+    "green",
+    "yellow",
+    "blue",
+    "bright_red",
+    "bright_cyan",
+    "bright_magenta",
+    "bright_green",
+    "bright_yellow",
+    "bright_blue",
+    "red",
+)
 SEPARATOR = " | "
 
 

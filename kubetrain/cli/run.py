@@ -35,20 +35,34 @@ DELETE_WAIT_SECONDS = 35.0
 
 def register(sub: SubParsers) -> None:
     run = sub.add_parser(
-        "run", help="run a job on this machine (in-process plane), stream its logs, exit with its result",
+        "run",
+        help="run a job on this machine (in-process plane), stream its logs, exit with its result",
         description="Start a local plane in this process, submit FILE, stream the logs of every replica "
-                    "and exit 0 if the job Succeeded, 1 if it Failed, 2 if FILE is invalid. Pods run "
-                    "as local processes in FILE's directory (container images are not run).")
+        "and exit 0 if the job Succeeded, 1 if it Failed, 2 if FILE is invalid. Pods run "
+        "as local processes in FILE's directory (container images are not run).",
+    )
     run.add_argument("file", metavar="FILE", help="a job YAML/JSON (TFJob, PyTorchJob, XGBoostJob, ...)")
-    run.add_argument("-n", "--namespace", default="default",
-                     help="namespace to run the job in (default: default)")
-    run.add_argument("--timeout", type=positive_float, default=None,
-                     help="fail (exit 1) and delete the job if it has not finished after S seconds")
-    run.add_argument("--keep", action="store_true",
-                     help="after the job finished, keep the plane running (with a kubeconfig written) "
-                          "for `kubetrain get/describe/logs` until Ctrl-C")
-    run.add_argument("--kubeconfig-out", metavar="PATH", default=DEFAULT_KUBECONFIG,
-                     help=f"with --keep: where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})")
+    run.add_argument(
+        "-n", "--namespace", default="default", help="namespace to run the job in (default: default)"
+    )
+    run.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        help="fail (exit 1) and delete the job if it has not finished after S seconds",
+    )
+    run.add_argument(
+        "--keep",
+        action="store_true",
+        help="after the job finished, keep the plane running (with a kubeconfig written) "
+        "for `kubetrain get/describe/logs` until Ctrl-C",
+    )
+    run.add_argument(
+        "--kubeconfig-out",
+        metavar="PATH",
+        default=DEFAULT_KUBECONFIG,
+        help=f"with --keep: where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})",
+    )
     run.add_argument("--no-status", action="store_true", help="no live status line, only the logs")
     add_network_option(run)
     run.set_defaults(handler=_run)
@@ -86,8 +100,9 @@ class JobRun:
         plane = LocalPlane(working_dir=working_dir, network=self.args.network)
         async with Interrupts() as interrupts:
             try:
-                err.print(f"starting the local plane (pods run in {working_dir}) ...",
-                          style="dim", markup=False)
+                err.print(
+                    f"starting the local plane (pods run in {working_dir}) ...", style="dim", markup=False
+                )
                 await _interruptible(plane.start(), interrupts)
                 if interrupts.first.is_set():
                     return interrupts.exit_code
@@ -106,8 +121,10 @@ class JobRun:
         follower = JobLogFollower(client, self.name, self.emit)
         status_console = out if out.is_terminal else err
         view = StatusView(status_console, self.info, self.name, live=False if self.args.no_status else None)
-        tasks = [asyncio.create_task(follower.run(), name="follow logs"),
-                 asyncio.create_task(self._watch(client, view), name="watch job")]
+        tasks = [
+            asyncio.create_task(follower.run(), name="follow logs"),
+            asyncio.create_task(self._watch(client, view), name="watch job"),
+        ]
         try:
             with view:
                 hit = await first_of(self.finished, interrupts.first, timeout=self.args.timeout)
@@ -118,11 +135,19 @@ class JobRun:
                     await serve_until_interrupted(plane, self.args.kubeconfig_out, self.namespace, interrupts)
                 return code
             if hit is None:
-                err.print(f"{self.info.singular}/{self.name}: not finished after {self.args.timeout:g}s; "
-                          "deleting it", style="bold red", markup=False)
+                err.print(
+                    f"{self.info.singular}/{self.name}: not finished after {self.args.timeout:g}s; "
+                    "deleting it",
+                    style="bold red",
+                    markup=False,
+                )
             else:
-                err.print(f"interrupted: deleting {self.info.singular}/{self.name} and stopping its pods "
-                          "(again to hurry)", style="yellow", markup=False)
+                err.print(
+                    f"interrupted: deleting {self.info.singular}/{self.name} and stopping its pods "
+                    "(again to hurry)",
+                    style="yellow",
+                    markup=False,
+                )
             await follower.cancel()
             await self._delete(client, interrupts)
             return EXIT_FAILED if hit is None else interrupts.exit_code
@@ -145,8 +170,9 @@ class JobRun:
                     return
         except NotFound:
             if not self.deleting:
-                err.print(f"{self.info.singular}/{self.name} was deleted by someone else", style="red",
-                          markup=False)
+                err.print(
+                    f"{self.info.singular}/{self.name} was deleted by someone else", style="red", markup=False
+                )
                 self.finished.set()
 
     def _report(self) -> int:
@@ -163,11 +189,15 @@ class JobRun:
         self.deleting = True
         try:
             await client.delete(self.info.kind, self.name)
-            await _interruptible(client.wait_deleted(self.info.kind, self.name, DELETE_WAIT_SECONDS),
-                                 interrupts, hurry=True)
+            await _interruptible(
+                client.wait_deleted(self.info.kind, self.name, DELETE_WAIT_SECONDS), interrupts, hurry=True
+            )
         except KubetrainError as exc:
-            err.print(f"could not delete the job cleanly ({exc}); stopping the node kills its processes",
-                      style="yellow", markup=False)
+            err.print(
+                f"could not delete the job cleanly ({exc}); stopping the node kills its processes",
+                style="yellow",
+                markup=False,
+            )
 
 
 async def _interruptible(coro: Awaitable[object], interrupts: Interrupts, hurry: bool = False) -> None:

@@ -22,24 +22,38 @@ DEFAULT_KUBECONFIG = "~/.kube/kubetrain.yaml"
 
 def register(sub: SubParsers) -> None:
     up = sub.add_parser(
-        "up", help="run a local plane (API server + operator + node) until Ctrl-C",
+        "up",
+        help="run a local plane (API server + operator + node) until Ctrl-C",
         description="Serve a Kubernetes-compatible API with the kubetrain operator and a process node on "
-                    "loopback, write a kubeconfig for it, and run jobs submitted with kubectl, the SDK "
-                    "or `kubetrain`/`kubetrain.Client` until Ctrl-C.")
+        "loopback, write a kubeconfig for it, and run jobs submitted with kubectl, the SDK "
+        "or `kubetrain`/`kubetrain.Client` until Ctrl-C.",
+    )
     up.add_argument("--port", type=int, default=0, help="API server port on 127.0.0.1 (default: a free one)")
-    up.add_argument("--kubeconfig", metavar="PATH", default=DEFAULT_KUBECONFIG,
-                    help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})")
-    up.add_argument("--workdir", metavar="DIR", default=".",
-                    help="working directory of pod processes whose container sets none (default: .)")
+    up.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        default=DEFAULT_KUBECONFIG,
+        help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})",
+    )
+    up.add_argument(
+        "--workdir",
+        metavar="DIR",
+        default=".",
+        help="working directory of pod processes whose container sets none (default: .)",
+    )
     up.add_argument("-n", "--namespace", default="default", help="the kubeconfig context's namespace")
     add_network_option(up)
     up.set_defaults(handler=_up)
 
 
 def add_network_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--network", choices=("isolated", "host"), default="isolated",
-                        help="isolated (default): one loopback IP per pod, replica names resolve (Linux, "
-                             "needs nss_wrapper and a C compiler); host: every pod on 127.0.0.1")
+    parser.add_argument(
+        "--network",
+        choices=("isolated", "host"),
+        default="isolated",
+        help="isolated (default): one loopback IP per pod, replica names resolve (Linux, "
+        "needs nss_wrapper and a C compiler); host: every pod on 127.0.0.1",
+    )
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -65,17 +79,20 @@ async def _serve(port: int, kubeconfig: str, namespace: str, workdir: Path, netw
             await plane.stop()
 
 
-async def serve_until_interrupted(plane: LocalPlane, kubeconfig: str, namespace: str,
-                                  interrupts: Interrupts) -> None:
+async def serve_until_interrupted(
+    plane: LocalPlane, kubeconfig: str, namespace: str, interrupts: Interrupts
+) -> None:
     """Write the kubeconfig, say how to use it, wait for Ctrl-C/SIGTERM, remove the file."""
     path = Path(kubeconfig).expanduser()
     written = plane.write_kubeconfig(path, namespace)
     out.print(f"kubetrain plane serving at {plane.url}", style="bold", markup=False)
     out.print(f"kubeconfig written to {written}; use it with:", markup=False)
     out.print(f"  export KUBECONFIG={written}", markup=False)
-    out.print("  kubetrain get            # or kubectl get pytorchjobs,pods; kubetrain logs KIND NAME -f",
-              markup=False)
-    out.print(f'  python -c "import kubetrain; print(kubetrain.Client(\'{written}\').list())"', markup=False)
+    out.print(
+        "  kubetrain get            # or kubectl get pytorchjobs,pods; kubetrain logs KIND NAME -f",
+        markup=False,
+    )
+    out.print(f"  python -c \"import kubetrain; print(kubetrain.Client('{written}').list())\"", markup=False)
     out.print("Ctrl-C to stop (running jobs' processes are stopped too).", style="dim", markup=False)
     try:
         await interrupts.first.wait()

@@ -40,8 +40,9 @@ class Interrupts:
             self._loop.add_signal_handler(sig, self._on_signal, sig)
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._loop is not None
         for sig in SIGNALS:
             self._loop.remove_signal_handler(sig)

@@ -19,8 +19,14 @@ from kubetrain.api.kinds import KindInfo
 from kubetrain.client import jobstate
 
 JsonDict = dict[str, Any]
-STATE_STYLE = {"Succeeded": "bold green", "Failed": "bold red", "Running": "bold cyan",
-               "Restarting": "bold yellow", "Created": "bold", "Suspended": "yellow"}
+STATE_STYLE = {
+    "Succeeded": "bold green",
+    "Failed": "bold red",
+    "Running": "bold cyan",
+    "Restarting": "bold yellow",
+    "Created": "bold",
+    "Suspended": "yellow",
+}
 
 
 def status_text(info: KindInfo, name: str, job: JsonDict | None, elapsed: float) -> Text:
@@ -56,13 +62,20 @@ class StatusView:
 
     def __enter__(self) -> StatusView:
         if self._live_enabled:
-            self._live = Live(self, console=self.console, refresh_per_second=4, transient=True,
-                              redirect_stdout=False, redirect_stderr=False)
+            self._live = Live(
+                self,
+                console=self.console,
+                refresh_per_second=4,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
             self._live.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._live is not None:
             self._live.stop()  # transient: the region disappears, so print its last state for good
             self._live = None

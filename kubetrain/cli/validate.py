@@ -25,14 +25,18 @@ from kubetrain.client.source import load_jobs, read_documents
 
 def register(sub: SubParsers) -> None:
     validate = sub.add_parser(
-        "validate",
-        help="check job files offline with the upstream webhook's rules (exit 0 valid, 2 invalid)")
+        "validate", help="check job files offline with the upstream webhook's rules (exit 0 valid, 2 invalid)"
+    )
     validate.add_argument("files", metavar="FILE", nargs="+")
     validate.set_defaults(handler=_validate)
 
     crds = sub.add_parser("crds", help="list the CRDs kubetrain serves; --print their YAML for kubectl apply")
-    crds.add_argument("--print", dest="print_yaml", action="store_true",
-                      help="print every CRD manifest (`kubetrain crds --print | kubectl apply -f -`)")
+    crds.add_argument(
+        "--print",
+        dest="print_yaml",
+        action="store_true",
+        help="print every CRD manifest (`kubetrain crds --print | kubectl apply -f -`)",
+    )
     crds.set_defaults(handler=_crds)
 
 

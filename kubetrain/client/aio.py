@@ -43,17 +43,22 @@ BACKGROUND = "Background"
 def api_failure(err: ApiError, what: str = "", namespace: str = "") -> KubetrainError:
     """Map a transport error to a client error; `what` is e.g. `pytorchjob "x"`."""
     if err.connection_error:
-        return Unreachable(f"cannot reach the API server: {err.message or err.reason} "
-                           "(is `kubetrain up` running, and is KUBECONFIG/--kubeconfig right?)")
+        return Unreachable(
+            f"cannot reach the API server: {err.message or err.reason} "
+            "(is `kubetrain up` running, and is KUBECONFIG/--kubeconfig right?)"
+        )
     if err.not_found and what:
         where = f' in namespace "{namespace}"' if namespace else ""
         return NotFound(f"{what} not found{where}", err.status, err.reason)
     if err.already_exists:
         return AlreadyExists(err.message or f"{what} already exists", err.status, err.reason)
     if err.status in (401, 403):
-        return ApiFailure(f"the API server refused the request ({err.status} {err.reason}): "
-                          f"{err.message} (check the credentials of your kubeconfig context)",
-                          err.status, err.reason)
+        return ApiFailure(
+            f"the API server refused the request ({err.status} {err.reason}): "
+            f"{err.message} (check the credentials of your kubeconfig context)",
+            err.status,
+            err.reason,
+        )
     text = err.message or err.reason or f"HTTP {err.status}"
     return ApiFailure(f"API error {err.status} {err.reason}: {text}".rstrip(": "), err.status, err.reason)
 
@@ -72,15 +77,20 @@ class AsyncClient:
         self.namespace = namespace
 
     @classmethod
-    async def connect(cls, kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None,
-                      namespace: str | None = None) -> AsyncClient:
+    async def connect(
+        cls,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        context: str | None = None,
+        namespace: str | None = None,
+    ) -> AsyncClient:
         """From a kubeconfig (default $KUBECONFIG, then ~/.kube/config) and its current context."""
         target = resolve(kubeconfig, context, namespace)
         try:
             kube = await KubeClient.from_kubeconfig(target.path, target.context, max_attempts=3)
         except Exception as exc:  # kubernetes_asyncio raises ConfigException, ValueError, OSError...
-            raise ConfigError(f"cannot load context {target.context!r} of kubeconfig {target.path}: "
-                              f"{exc}") from None
+            raise ConfigError(
+                f"cannot load context {target.context!r} of kubeconfig {target.path}: {exc}"
+            ) from None
         return cls(kube, target.namespace)
 
     @classmethod
@@ -110,8 +120,11 @@ class AsyncClient:
             return await self.kube.create(raw, namespace=ns)
         except ApiError as err:
             if err.already_exists:
-                raise AlreadyExists(f'{what} already exists in namespace "{ns}" (delete it first: '
-                                    f"kubetrain delete {info.singular} {loaded.name})", err.status) from None
+                raise AlreadyExists(
+                    f'{what} already exists in namespace "{ns}" (delete it first: '
+                    f"kubetrain delete {info.singular} {loaded.name})",
+                    err.status,
+                ) from None
             raise api_failure(err, what, ns) from None
 
     async def get(self, kind: str, name: str) -> JsonDict:
@@ -134,8 +147,11 @@ class AsyncClient:
             if err.not_found and tolerate_missing:
                 return []
             if err.not_found:
-                raise NotFound(f"the server does not serve {info.plural}.{info.group} (is the CRD "
-                               "installed? `kubetrain crds --print | kubectl apply -f -`)", 404) from None
+                raise NotFound(
+                    f"the server does not serve {info.plural}.{info.group} (is the CRD "
+                    "installed? `kubetrain crds --print | kubectl apply -f -`)",
+                    404,
+                ) from None
             raise api_failure(err) from None
         for item in items:  # list items carry no kind/apiVersion on the wire
             item.setdefault("kind", info.kind)
@@ -145,13 +161,15 @@ class AsyncClient:
     async def delete(self, kind: str, name: str, propagation: str = FOREGROUND) -> JsonDict:
         info = resolve_kind(kind)
         try:
-            return await self.kube.delete(info.api_version, info.plural, self.namespace, name,
-                                          propagation_policy=propagation)
+            return await self.kube.delete(
+                info.api_version, info.plural, self.namespace, name, propagation_policy=propagation
+            )
         except ApiError as err:
             raise api_failure(err, f'{info.singular} "{name}"', self.namespace) from None
 
     async def wait_deleted(self, kind: str, name: str, timeout: float | None = None) -> None:
         """Until the job object is gone (with Foreground deletion: until its pods are gone too)."""
+
         async def gone() -> None:
             while True:
                 try:
@@ -175,8 +193,12 @@ class AsyncClient:
             rv = job["metadata"].get("resourceVersion")
             try:
                 async for event in self.kube.watch(
-                    info.api_version, info.plural, self.namespace, resource_version=rv,
-                    field_selector=f"metadata.name={name}", timeout_seconds=300,
+                    info.api_version,
+                    info.plural,
+                    self.namespace,
+                    resource_version=rv,
+                    field_selector=f"metadata.name={name}",
+                    timeout_seconds=300,
                 ):
                     etype, obj = event.get("type"), event.get("object") or {}
                     if etype == "DELETED":
@@ -190,8 +212,9 @@ class AsyncClient:
                     raise api_failure(err, f'{info.singular} "{name}"', self.namespace) from None
                 await asyncio.sleep(0.5)
 
-    async def wait(self, kind: str, name: str, for_: Sequence[str] = jobstate.FINISHED,
-                   timeout: float | None = None) -> JsonDict:
+    async def wait(
+        self, kind: str, name: str, for_: Sequence[str] = jobstate.FINISHED, timeout: float | None = None
+    ) -> JsonDict:
         """Block until one of the conditions in `for_` is True; returns the job at that moment."""
         wanted = tuple(for_)
         info = resolve_kind(kind)
@@ -205,8 +228,9 @@ class AsyncClient:
         try:
             return await asyncio.wait_for(until(), timeout)
         except TimeoutError:
-            raise WaitTimeout(f'{info.singular} "{name}" did not reach {" or ".join(wanted)} '
-                              f"within {timeout:g}s") from None
+            raise WaitTimeout(
+                f'{info.singular} "{name}" did not reach {" or ".join(wanted)} within {timeout:g}s'
+            ) from None
 
     # -- pods, logs, events ------------------------------------------------------------------
 
@@ -214,14 +238,16 @@ class AsyncClient:
         """The job's pods (label `training.kubeflow.org/job-name=<name>`), by replica type and index."""
         resolve_kind(kind)
         try:
-            items, _ = await self.kube.list("v1", "pods", self.namespace,
-                                            label_selector=f"{LABEL_JOB_NAME}={name}")
+            items, _ = await self.kube.list(
+                "v1", "pods", self.namespace, label_selector=f"{LABEL_JOB_NAME}={name}"
+            )
         except ApiError as err:
             raise api_failure(err) from None
         return sorted(items, key=jobstate.replica_sort_key)
 
-    async def watch_pods(self, name: str, on_listed: Callable[[], None] | None = None
-                         ) -> AsyncIterator[tuple[str, JsonDict]]:
+    async def watch_pods(
+        self, name: str, on_listed: Callable[[], None] | None = None
+    ) -> AsyncIterator[tuple[str, JsonDict]]:
         """`(type, pod)` for the job's pods: ADDED for each existing one, then every change.
 
         Reconnects (and relists, reporting every pod again as ADDED) when the watch drops, so a
@@ -235,8 +261,14 @@ class AsyncClient:
                     yield "ADDED", pod
                 if on_listed is not None:
                     on_listed()
-                async for event in self.kube.watch("v1", "pods", self.namespace, resource_version=rv,
-                                                   label_selector=selector, timeout_seconds=300):
+                async for event in self.kube.watch(
+                    "v1",
+                    "pods",
+                    self.namespace,
+                    resource_version=rv,
+                    label_selector=selector,
+                    timeout_seconds=300,
+                ):
                     etype, obj = str(event.get("type")), event.get("object") or {}
                     if etype in ("ADDED", "MODIFIED", "DELETED"):
                         yield etype, obj
@@ -253,14 +285,28 @@ class AsyncClient:
         except ApiError as err:
             raise api_failure(err, f'pod "{name}"', self.namespace) from None
 
-    async def logs(self, pod: str, container: str | None = None, *, follow: bool = False,
-                   tail: int | None = None, timestamps: bool = False, previous: bool = False
-                   ) -> AsyncIterator[str]:
+    async def logs(
+        self,
+        pod: str,
+        container: str | None = None,
+        *,
+        follow: bool = False,
+        tail: int | None = None,
+        timestamps: bool = False,
+        previous: bool = False,
+    ) -> AsyncIterator[str]:
         """The pod's log lines (without the trailing newline); `follow` streams until it ends."""
         try:
-            async for line in stream_pod_log(self.kube.configuration, self.namespace, pod, container,
-                                             follow=follow, tail=tail, timestamps=timestamps,
-                                             previous=previous):
+            async for line in stream_pod_log(
+                self.kube.configuration,
+                self.namespace,
+                pod,
+                container,
+                follow=follow,
+                tail=tail,
+                timestamps=timestamps,
+                previous=previous,
+            ):
                 yield line
         except ApiError as err:
             raise api_failure(err, f'pod "{pod}"', self.namespace) from None
@@ -285,5 +331,10 @@ class AsyncClient:
 
 
 def _event_time(event: JsonDict) -> str:
-    return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
-               or (event.get("metadata") or {}).get("creationTimestamp") or "")
+    return str(
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )

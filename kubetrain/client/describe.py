@@ -77,8 +77,9 @@ def _section(title: str, rows: Iterable[str]) -> list[str]:
     return [f"{title}:", *(body or ["  <none>"])]
 
 
-def render_describe(info: KindInfo, job: JsonDict, pods: list[JsonDict], events: list[JsonDict],
-                    now: datetime | None = None) -> str:
+def render_describe(
+    info: KindInfo, job: JsonDict, pods: list[JsonDict], events: list[JsonDict], now: datetime | None = None
+) -> str:
     meta, status = job.get("metadata") or {}, job.get("status") or {}
     lines = [
         f"Name:          {meta.get('name', '')}",
@@ -97,30 +98,40 @@ def render_describe(info: KindInfo, job: JsonDict, pods: list[JsonDict], events:
     lines.append("")
     desired = jobstate.desired_replicas(job, info)
     counts = jobstate.replica_counts(job)
-    lines += _section("Replicas", (
-        f"  {rtype:<12} desired {want}  "
-        + "  ".join(f"{what} {counts.get(rtype, {}).get(what, 0)}" for what in COUNTED)
-        for rtype, want in desired.items()
-    ))
+    lines += _section(
+        "Replicas",
+        (
+            f"  {rtype:<12} desired {want}  "
+            + "  ".join(f"{what} {counts.get(rtype, {}).get(what, 0)}" for what in COUNTED)
+            for rtype, want in desired.items()
+        ),
+    )
     run_policy = (job.get("spec") or {}).get("runPolicy")
     if run_policy:
         lines += ["Run Policy:", _indent(yaml.safe_dump(run_policy, sort_keys=True).rstrip(), 2)]
     lines.append("")
-    lines += _section("Conditions", (
-        f"  {c.get('type', ''):<11} {c.get('status', ''):<6} {c.get('reason', '')}: {c.get('message', '')}"
-        for c in jobstate.conditions(job)
-    ))
+    lines += _section("Conditions", (_condition_line(c) for c in jobstate.conditions(job)))
     lines.append("")
-    lines += _section("Pods", (
-        f"  {p['metadata'].get('name', ''):<40} {pod_status(p):<18} restarts {restarts(p)}  "
-        f"{age(p['metadata'].get('creationTimestamp'), now)}"
-        for p in pods
-    ))
+    lines += _section(
+        "Pods",
+        (
+            f"  {p['metadata'].get('name', ''):<40} {pod_status(p):<18} restarts {restarts(p)}  "
+            f"{age(p['metadata'].get('creationTimestamp'), now)}"
+            for p in pods
+        ),
+    )
     lines.append("")
-    lines += _section("Events", (
-        f"  {e.get('type', ''):<8} {e.get('reason', ''):<28} "
-        f"{age(e.get('lastTimestamp') or e.get('eventTime') or e.get('firstTimestamp'), now):>6}  "
-        f"{e.get('message', '')}" + (f" (x{e['count']})" if int(e.get("count") or 1) > 1 else "")
-        for e in events
-    ))
+    lines += _section(
+        "Events",
+        (
+            f"  {e.get('type', ''):<8} {e.get('reason', ''):<28} "
+            f"{age(e.get('lastTimestamp') or e.get('eventTime') or e.get('firstTimestamp'), now):>6}  "
+            f"{e.get('message', '')}" + (f" (x{e['count']})" if int(e.get("count") or 1) > 1 else "")
+            for e in events
+        ),
+    )
     return "\n".join(lines) + "\n"
+
+
+def _condition_line(c: dict[str, Any]) -> str:
+    return f"  {c.get('type', ''):<11} {c.get('status', ''):<6} {c.get('reason', '')}: {c.get('message', '')}"

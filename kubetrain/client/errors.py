@@ -33,8 +33,9 @@ class UnknownKind(KubetrainError):
 
     def __init__(self, name: str, known: Iterable[str]) -> None:
         self.name = name
-        super().__init__(f'unknown job kind "{name}": use one of {", ".join(known)} '
-                         "(any case, plural or singular)")
+        super().__init__(
+            f'unknown job kind "{name}": use one of {", ".join(known)} (any case, plural or singular)'
+        )
 
 
 class InvalidInput(KubetrainError):
@@ -51,8 +52,9 @@ class ValidationError(KubetrainError):
 
     exit_code = EXIT_INVALID
 
-    def __init__(self, errors: ErrorList | list[FieldError], kind: str = "", name: str = "",
-                 source: str = "") -> None:
+    def __init__(
+        self, errors: ErrorList | list[FieldError], kind: str = "", name: str = "", source: str = ""
+    ) -> None:
         self.errors = ErrorList(errors)
         self.kind = kind
         self.name = name

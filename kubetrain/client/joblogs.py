@@ -55,8 +55,12 @@ def streams_to_start(pod: JsonDict, job_name: str) -> list[tuple[Stream, bool]]:
             state = cs.get("state") or {}
             current = state.get("running") or state.get("terminated")
             if current:
-                ident = str(current.get("containerID") or cs.get("containerID") or current.get("startedAt")
-                            or f"restart-{cs.get('restartCount', 0)}")
+                ident = str(
+                    current.get("containerID")
+                    or cs.get("containerID")
+                    or current.get("startedAt")
+                    or f"restart-{cs.get('restartCount', 0)}"
+                )
                 out.append((Stream(pod_name, uid, name, replica, init, ident), False))
     return out
 
@@ -68,8 +72,16 @@ class JobLogFollower:
     when their container ends) and then cancels the rest.
     """
 
-    def __init__(self, client: AsyncClient, job_name: str, emit: Emit, *, replica: str | None = None,
-                 timestamps: bool = False, include_init: bool = True) -> None:
+    def __init__(
+        self,
+        client: AsyncClient,
+        job_name: str,
+        emit: Emit,
+        *,
+        replica: str | None = None,
+        timestamps: bool = False,
+        include_init: bool = True,
+    ) -> None:
         self.client = client
         self.job_name = job_name
         self.emit = emit
@@ -103,8 +115,9 @@ class JobLogFollower:
             if key in self._seen:
                 continue
             self._seen.add(key)
-            task = asyncio.create_task(self._stream(stream, previous),
-                                       name=f"logs {stream.pod}/{stream.container}")
+            task = asyncio.create_task(
+                self._stream(stream, previous), name=f"logs {stream.pod}/{stream.container}"
+            )
             self._tasks[task] = stream
             task.add_done_callback(self._forget)
 
@@ -124,8 +137,13 @@ class JobLogFollower:
     async def _stream(self, stream: Stream, previous: bool) -> None:
         for _ in range(START_RETRIES):
             try:
-                async for line in self.client.logs(stream.pod, stream.container, follow=not previous,
-                                                   timestamps=self.timestamps, previous=previous):
+                async for line in self.client.logs(
+                    stream.pod,
+                    stream.container,
+                    follow=not previous,
+                    timestamps=self.timestamps,
+                    previous=previous,
+                ):
                     self.emit(stream, line)
                 return
             except NotFound:

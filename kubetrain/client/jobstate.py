@@ -88,7 +88,7 @@ def replica_label(pod: JsonDict, job_name: str = "") -> str:
         return "launcher"  # an MPIJob's single launcher (v2beta1: a batch Job's pod, random suffix)
     name = str((pod.get("metadata") or {}).get("name", ""))
     prefix = f"{job_name}-"
-    return name[len(prefix):] if job_name and name.startswith(prefix) else name
+    return name[len(prefix) :] if job_name and name.startswith(prefix) else name
 
 
 def replica_sort_key(pod: JsonDict) -> tuple[str, int, str]:

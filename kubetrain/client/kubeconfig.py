@@ -55,8 +55,9 @@ def _read(path: str) -> dict[str, Any]:
     return data
 
 
-def resolve(path: str | os.PathLike[str] | None = None, context: str | None = None,
-            namespace: str | None = None) -> Target:
+def resolve(
+    path: str | os.PathLike[str] | None = None, context: str | None = None, namespace: str | None = None
+) -> Target:
     """The file, context and namespace a client should use."""
     file = kubeconfig_path(path)
     data = _read(file)
@@ -64,10 +65,13 @@ def resolve(path: str | os.PathLike[str] | None = None, context: str | None = No
     entries = [c for c in data.get("contexts") or () if isinstance(c, dict)]
     contexts = {c.get("name"): c.get("context") or {} for c in entries}
     if not name:
-        raise ConfigError(f"kubeconfig {file} has no current-context: pass --context (one of: "
-                          f"{', '.join(map(str, contexts)) or 'none defined'})")
+        raise ConfigError(
+            f"kubeconfig {file} has no current-context: pass --context (one of: "
+            f"{', '.join(map(str, contexts)) or 'none defined'})"
+        )
     if name not in contexts:
-        raise ConfigError(f'context "{name}" is not in kubeconfig {file} (known: '
-                          f"{', '.join(map(str, contexts)) or 'none'})")
+        raise ConfigError(
+            f'context "{name}" is not in kubeconfig {file} (known: {", ".join(map(str, contexts)) or "none"})'
+        )
     ns = namespace or contexts[name].get("namespace") or "default"
     return Target(file, str(name), str(ns))

@@ -20,20 +20,34 @@ from kubetrain.runtime.errors import ApiError
 NO_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30)
 
 
-async def stream_pod_log(configuration: Configuration, namespace: str, pod: str, container: str | None,
-                         *, follow: bool = False, tail: int | None = None, timestamps: bool = False,
-                         previous: bool = False) -> AsyncIterator[str]:
+async def stream_pod_log(
+    configuration: Configuration,
+    namespace: str,
+    pod: str,
+    container: str | None,
+    *,
+    follow: bool = False,
+    tail: int | None = None,
+    timestamps: bool = False,
+    previous: bool = False,
+) -> AsyncIterator[str]:
     """Yield the log's lines without their newline; raises ApiError on a non-2xx answer."""
-    kwargs: dict[str, Any] = {"follow": follow, "timestamps": timestamps, "previous": previous,
-                              "_preload_content": False, "_request_timeout": NO_TIMEOUT}
+    kwargs: dict[str, Any] = {
+        "follow": follow,
+        "timestamps": timestamps,
+        "previous": previous,
+        "_preload_content": False,
+        "_request_timeout": NO_TIMEOUT,
+    }
     if container:
         kwargs["container"] = container
     if tail is not None:
         kwargs["tail_lines"] = tail
     async with ApiClient(configuration) as api:
         # With _preload_content=False the generated method returns the raw aiohttp response.
-        resp = cast(aiohttp.ClientResponse,
-                    await CoreV1Api(api).read_namespaced_pod_log(pod, namespace, **kwargs))
+        resp = cast(
+            aiohttp.ClientResponse, await CoreV1Api(api).read_namespaced_pod_log(pod, namespace, **kwargs)
+        )
         try:
             if resp.status >= 300:
                 raw = await resp.read()

@@ -104,8 +104,11 @@ def _load_extra(doc: JsonDict, where: str) -> LoadedJob:
     job, info, errors = parse_extra_job(doc)
     problems = list(errors.messages())
     if not problems and job is not None and info is not None:
-        problems = (["metadata.name: Required value: name or generateName is required"] if not job.name
-                    else validate_extra(job, info.version))
+        problems = (
+            ["metadata.name: Required value: name or generateName is required"]
+            if not job.name
+            else validate_extra(job, info.version)
+        )
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise InvalidInput(f'{where}: {doc.get("kind")}.kubeflow.org "{_name_of(doc)}" is invalid:\n{lines}')

@@ -64,8 +64,14 @@ class Client:
     Errors are `kubetrain.client.KubetrainError` subclasses with a message meant for users.
     """
 
-    def __init__(self, kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None,
-                 namespace: str | None = None, *, url: str | None = None) -> None:
+    def __init__(
+        self,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        context: str | None = None,
+        namespace: str | None = None,
+        *,
+        url: str | None = None,
+    ) -> None:
         self._loop = _LoopThread()
         try:
             if url is not None:
@@ -88,8 +94,9 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     # -- verbs -------------------------------------------------------------------------------
@@ -109,8 +116,9 @@ class Client:
     def wait_deleted(self, kind: str, name: str, timeout: float | None = None) -> None:
         self._loop.run(self._aio.wait_deleted(kind, name, timeout))
 
-    def wait(self, kind: str, name: str, for_: Sequence[str] = jobstate.FINISHED,
-             timeout: float | None = None) -> JsonDict:
+    def wait(
+        self, kind: str, name: str, for_: Sequence[str] = jobstate.FINISHED, timeout: float | None = None
+    ) -> JsonDict:
         return self._loop.run(self._aio.wait(kind, name, for_, timeout))
 
     def pods(self, kind: str, name: str) -> JsonList:
@@ -119,11 +127,19 @@ class Client:
     def get_pod(self, name: str) -> JsonDict:
         return self._loop.run(self._aio.get_pod(name))
 
-    def logs(self, pod: str, container: str | None = None, follow: bool = False, tail: int | None = None,
-             timestamps: bool = False, previous: bool = False) -> Iterator[str]:
+    def logs(
+        self,
+        pod: str,
+        container: str | None = None,
+        follow: bool = False,
+        tail: int | None = None,
+        timestamps: bool = False,
+        previous: bool = False,
+    ) -> Iterator[str]:
         """Lines of the pod's log; with `follow`, a blocking iterator until the container ends."""
-        return self._iterate(self._aio.logs(pod, container, follow=follow, tail=tail,
-                                            timestamps=timestamps, previous=previous))
+        return self._iterate(
+            self._aio.logs(pod, container, follow=follow, tail=tail, timestamps=timestamps, previous=previous)
+        )
 
     def events(self, kind: str, name: str) -> JsonList:
         return self._loop.run(self._aio.events(kind, name))

@@ -235,4 +235,3 @@ def _kind_status(ctx: Reconcile) -> None:
         ctx.metric(name)
     if is_finished(ctx.status) and ctx.status.completion_time is None:
         ctx.status.completion_time = ctx.stamp
-

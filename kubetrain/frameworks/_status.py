@@ -192,4 +192,3 @@ class PyTorchLikeStatus:
                 else:
                     run.failed(f"{kind} {name} is failed because {detail}")
         run.finish()
-

@@ -84,5 +84,3 @@ class Framework(Protocol):
     def desired_children(self, job: TrainingJob, settings: FrameworkSettings) -> list[JsonDict]:
         """Extra owned objects this job should have right now (e.g. PyTorch's HPA); [] for most."""
         ...
-
-

@@ -117,7 +117,8 @@ def worker0_completed(job: TrainingJob, pods: Sequence[JsonDict]) -> bool:
     if "Worker" not in job.replica_specs:
         return True
     candidates = [
-        pod for pod in pods
+        pod
+        for pod in pods
         if (labels := (pod.get("metadata") or {}).get("labels") or {}).get(LABEL_REPLICA_TYPE) == "worker"
         and labels.get(LABEL_REPLICA_INDEX) == "0"
     ]

@@ -47,8 +47,11 @@ def require_modules(*modules: str) -> None:
 
 def copy_example(name: str, dest: Path) -> Path:
     target = dest / name
-    shutil.copytree(EXAMPLES / name, target,
-                    ignore=shutil.ignore_patterns(".model", ".example-state", "log", "__pycache__"))
+    shutil.copytree(
+        EXAMPLES / name,
+        target,
+        ignore=shutil.ignore_patterns(".model", ".example-state", "log", "__pycache__"),
+    )
     return target
 
 
@@ -102,8 +105,10 @@ class Run:
 
     def describe(self) -> str:
         tail = "\n".join(self.stdout.splitlines()[-60:])
-        return (f"$ {' '.join(self.argv)}\nexit {self.returncode} after {self.seconds:.1f}s\n"
-                f"--- stdout (last 60 lines)\n{tail}\n--- stderr\n{self.stderr[-4000:]}")
+        return (
+            f"$ {' '.join(self.argv)}\nexit {self.returncode} after {self.seconds:.1f}s\n"
+            f"--- stdout (last 60 lines)\n{tail}\n--- stderr\n{self.stderr[-4000:]}"
+        )
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -121,8 +126,15 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 def run_job(job: Path, *args: str, env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT) -> Run:
     argv = cli_argv(job, *args)
     start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, env=cli_env(env), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=cli_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -141,8 +153,10 @@ class KeptRun:
         self.stdout: list[str] = []
         self.stderr: list[str] = []
         self.kubeconfig_ready = threading.Event()
-        self._readers = [threading.Thread(target=self._read, args=(proc.stdout, self.stdout), daemon=True),
-                         threading.Thread(target=self._read, args=(proc.stderr, self.stderr), daemon=True)]
+        self._readers = [
+            threading.Thread(target=self._read, args=(proc.stdout, self.stdout), daemon=True),
+            threading.Thread(target=self._read, args=(proc.stderr, self.stderr), daemon=True),
+        ]
         for reader in self._readers:
             reader.start()
 
@@ -157,8 +171,11 @@ class KeptRun:
         while not self.kubeconfig_ready.wait(0.2):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.finish()
-                pytest.fail("`kubetrain run --keep` did not keep the plane after the job finished\n"
-                            + self.result().describe(), pytrace=False)
+                pytest.fail(
+                    "`kubetrain run --keep` did not keep the plane after the job finished\n"
+                    + self.result().describe(),
+                    pytrace=False,
+                )
 
     def finish(self) -> Run:
         """Ctrl-C: the plane stops; the exit code is still the job's."""
@@ -173,15 +190,27 @@ class KeptRun:
         return self.result()
 
     def result(self) -> Run:
-        return Run(self.argv, self.proc.returncode if self.proc.returncode is not None else -1,
-                   "".join(self.stdout), "".join(self.stderr), time.monotonic() - self.start)
+        return Run(
+            self.argv,
+            self.proc.returncode if self.proc.returncode is not None else -1,
+            "".join(self.stdout),
+            "".join(self.stderr),
+            time.monotonic() - self.start,
+        )
 
 
 @contextmanager
 def run_kept(job: Path, kubeconfig: Path, *args: str, timeout: float = RUN_TIMEOUT) -> Iterator[KeptRun]:
     argv = cli_argv(job, "--keep", "--kubeconfig-out", str(kubeconfig), *args)
-    proc = subprocess.Popen(argv, cwd=REPO, env=cli_env(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     kept = KeptRun(proc, argv, time.monotonic())
     try:
         kept.wait_kept(timeout)

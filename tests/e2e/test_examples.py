@@ -37,8 +37,11 @@ def test_pytorch_ddp_digits(tmp_path: Path) -> None:
         run.one(r"identical_on_all_ranks=True", replica)
     checksums = {run.one(r"weight checksum (\S+)", r)[1] for r in ("master-0", "worker-0", "worker-1")}
     assert len(checksums) == 1, checksums
-    final = run.one(r"final loss (?P<last>[\d.]+) \(first epoch (?P<first>[\d.]+)\), "
-                    r"test accuracy (?P<acc>[\d.]+), world size 3", "master-0")
+    final = run.one(
+        r"final loss (?P<last>[\d.]+) \(first epoch (?P<first>[\d.]+)\), "
+        r"test accuracy (?P<acc>[\d.]+), world size 3",
+        "master-0",
+    )
     last, first, acc = floats(final, "last", "first", "acc")
     assert last < first / 2, run.describe()
     assert acc > ACCURACY_FLOOR, run.describe()
@@ -49,8 +52,11 @@ def test_tensorflow_mwms(tmp_path: Path) -> None:
     run = run_job(copy_example("tensorflow-mwms", tmp_path) / "job.yaml")
     succeeded(run, "tfjob", "tensorflow-mwms")
     for replica in ("worker-0", "worker-1"):
-        final = run.one(r"identical_on_all_workers=True final loss (?P<last>[\d.]+) "
-                        r"\(first epoch (?P<first>[\d.]+)\) test accuracy (?P<acc>[\d.]+)", replica)
+        final = run.one(
+            r"identical_on_all_workers=True final loss (?P<last>[\d.]+) "
+            r"\(first epoch (?P<first>[\d.]+)\) test accuracy (?P<acc>[\d.]+)",
+            replica,
+        )
         last, first, acc = floats(final, "last", "first", "acc")
         assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
 
@@ -77,8 +83,11 @@ def test_xgboost_iris(tmp_path: Path) -> None:
     models = set()
     for replica, rank in (("master-0", 0), ("worker-0", 1)):
         run.one(rf"rank {rank}: joined the collective as {rank}/2 via xgboost-iris-master-0:", replica)
-        done = run.one(r"mlogloss (?P<first>[\d.]+) -> (?P<last>[\d.]+), model (?P<model>\w+) "
-                       r"identical_to_rank0=True", replica)
+        done = run.one(
+            r"mlogloss (?P<first>[\d.]+) -> (?P<last>[\d.]+), model (?P<model>\w+) "
+            r"identical_to_rank0=True",
+            replica,
+        )
         first, last = floats(done, "first", "last")
         assert last < first / 2, run.describe()
         models.add(done["model"])
@@ -93,8 +102,11 @@ def test_jax_multiprocess(tmp_path: Path) -> None:
     succeeded(run, "jaxjob", "jax-multiprocess")
     for replica, index in (("worker-0", 0), ("worker-1", 1)):
         run.one(rf"process {index}: psum over processes = 3\.0", replica)
-        final = run.one(r"identical=True, final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), "
-                        r"train accuracy (?P<acc>[\d.]+)", replica)
+        final = run.one(
+            r"identical=True, final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), "
+            r"train accuracy (?P<acc>[\d.]+)",
+            replica,
+        )
         last, first, acc = floats(final, "last", "first", "acc")
         assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
 
@@ -105,8 +117,11 @@ def test_paddle_collective(tmp_path: Path) -> None:
     succeeded(run, "paddlejob", "paddle-collective")
     for replica, rank in (("worker-0", 0), ("worker-1", 1)):  # launch's rank follows the replica index
         run.one(rf"trainer {rank}: all_reduce\(rank \+ 1\) = 3\.0", replica)
-        final = run.one(r"identical=True, final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), "
-                        r"test accuracy (?P<acc>[\d.]+)", replica)
+        final = run.one(
+            r"identical=True, final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), "
+            r"test accuracy (?P<acc>[\d.]+)",
+            replica,
+        )
         last, first, acc = floats(final, "last", "first", "acc")
         assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
 
@@ -114,8 +129,11 @@ def test_paddle_collective(tmp_path: Path) -> None:
 def _check_mxnet_ps(run: Run, name: str) -> None:
     succeeded(run, "mxjob", name)
     for replica in ("worker-0", "worker-1"):
-        final = run.one(r"final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), "
-                        r"test accuracy (?P<acc>[\d.]+)", replica)
+        final = run.one(
+            r"final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), "
+            r"test accuracy (?P<acc>[\d.]+)",
+            replica,
+        )
         last, first, acc = floats(final, "last", "first", "acc")
         assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
 
@@ -141,8 +159,9 @@ def test_mxnet_ps_real_mxnet(tmp_path: Path) -> None:
         pytest.skip(reason)
     image_map = tmp_path / "images.yaml"
     image_map.write_text(f'images:\n  - image: "docker.io/kubeflow/mxnet*"\n    python: {python}\n')
-    run = run_job(copy_example("mxnet-ps", tmp_path) / "job-mxnet.yaml",
-                  env={"KUBETRAIN_IMAGE_MAP": str(image_map)})
+    run = run_job(
+        copy_example("mxnet-ps", tmp_path) / "job-mxnet.yaml", env={"KUBETRAIN_IMAGE_MAP": str(image_map)}
+    )
     _check_mxnet_ps(run, "mxnet-ps-real")
     for replica in ("worker-0", "worker-1"):
         run.one(r"KVStore dist_sync", replica)
@@ -206,4 +225,3 @@ def test_backoff_exceeded_keeps_pods(tmp_path: Path) -> None:
 def test_backoff_exceeded_clean_all(tmp_path: Path) -> None:
     run, pods, _ = _backoff_exceeded(tmp_path, "job-clean-all.yaml", "backoff-exceeded-clean-all")
     assert pods == [], f"cleanPodPolicy All left {[p['metadata']['name'] for p in pods]}\n{run.describe()}"
-

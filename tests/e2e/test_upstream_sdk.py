@@ -148,8 +148,20 @@ class KubetrainUp:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
         if self._image_map is not None:
             env["KUBETRAIN_IMAGE_MAP"] = str(self._image_map)
-        argv = [sys.executable, "-m", "kubetrain.cli.main", "up", "--port", "0",
-                "--kubeconfig", str(self.kubeconfig), "--workdir", str(self.workdir), "-n", NAMESPACE]
+        argv = [
+            sys.executable,
+            "-m",
+            "kubetrain.cli.main",
+            "up",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--workdir",
+            str(self.workdir),
+            "-n",
+            NAMESPACE,
+        ]
         with open(self._log_path, "wb") as log:
             self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
         deadline = time.monotonic() + timeout
@@ -204,9 +216,15 @@ def assert_clean(shutdown: Shutdown) -> None:
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubetrainUp]:
     workdir = tmp_path_factory.mktemp("kubetrain-up")
     image_map = workdir / "images.yaml"
-    image_map.write_text(yaml.safe_dump({"images": [
-        {"image": HELLO_WORLD, "command": ["python", "-c", "print('Hello from Docker!')"]},
-    ]}))
+    image_map.write_text(
+        yaml.safe_dump(
+            {
+                "images": [
+                    {"image": HELLO_WORLD, "command": ["python", "-c", "print('Hello from Docker!')"]},
+                ]
+            }
+        )
+    )
     plane = KubetrainUp(workdir, image_map=image_map)
     plane.start()
     try:
@@ -257,11 +275,18 @@ def pytorchjob(name: str, replicas: dict[str, Any], managed_by: str | None = Non
 
 def wait_succeeded(sdk: TrainingClient, up: KubetrainUp, name: str) -> None:
     try:
-        sdk.wait_for_job_conditions(name, job_kind="PyTorchJob", expected_conditions={"Succeeded"},
-                                    polling_interval=1, wait_timeout=120)
+        sdk.wait_for_job_conditions(
+            name,
+            job_kind="PyTorchJob",
+            expected_conditions={"Succeeded"},
+            polling_interval=1,
+            wait_timeout=120,
+        )
     except (RuntimeError, TimeoutError) as exc:
-        pytest.fail(f"{exc}\nconditions: {_conditions(sdk, name)}\npod logs: {_all_logs(sdk, name)}\n"
-                    f"kubetrain up:\n{up.output()[-4000:]}")
+        pytest.fail(
+            f"{exc}\nconditions: {_conditions(sdk, name)}\npod logs: {_all_logs(sdk, name)}\n"
+            f"kubetrain up:\n{up.output()[-4000:]}"
+        )
 
 
 def _conditions(sdk: TrainingClient, name: str) -> list[tuple[str, str]]:
@@ -303,8 +328,10 @@ def _job_names(sdk: TrainingClient) -> set[str]:
 def test_pytorchjob_from_sdk_models_trains_and_is_inspectable(up: KubetrainUp, sdk: TrainingClient) -> None:
     name = "sdk-gloo"
     command = ["python", "-c", ALLREDUCE]
-    job = pytorchjob(name, {"Master": pytorch_container(up.marker, command),
-                            "Worker": pytorch_container(up.marker, command)})
+    job = pytorchjob(
+        name,
+        {"Master": pytorch_container(up.marker, command), "Worker": pytorch_container(up.marker, command)},
+    )
 
     sdk.create_job(job=job)
     wait_succeeded(sdk, up, name)
@@ -320,8 +347,9 @@ def test_pytorchjob_from_sdk_models_trains_and_is_inspectable(up: KubetrainUp, s
     assert list(logs) == [f"{name}-master-0"]
     assert f"allreduce rank 0 of 2 via {name}-master-0: sum=3" in logs[f"{name}-master-0"].splitlines()
     assert events == {}
-    worker_logs, _ = sdk.get_job_logs(name, job_kind="PyTorchJob", is_master=False, replica_type="worker",
-                                      replica_index=0)
+    worker_logs, _ = sdk.get_job_logs(
+        name, job_kind="PyTorchJob", is_master=False, replica_type="worker", replica_index=0
+    )
     assert f"allreduce rank 1 of 2 via {name}-master-0: sum=3" in worker_logs[f"{name}-worker-0"].splitlines()
 
     followed, _ = sdk.get_job_logs(name, job_kind="PyTorchJob", follow=True)  # watch-streamed pods/log
@@ -337,8 +365,15 @@ def test_pytorchjob_from_sdk_models_trains_and_is_inspectable(up: KubetrainUp, s
 
 def test_create_job_from_train_func_runs_it_with_torchrun(up: KubetrainUp, sdk: TrainingClient) -> None:
     name = "sdk-train-func"
-    sdk.create_job(name=name, train_func=allreduce_under_torchrun, num_workers=2, num_procs_per_worker=1,
-                   base_image=SDK_PYTORCH_IMAGE, job_kind="PyTorchJob", env_vars={MARKER_ENV: up.marker})
+    sdk.create_job(
+        name=name,
+        train_func=allreduce_under_torchrun,
+        num_workers=2,
+        num_procs_per_worker=1,
+        base_image=SDK_PYTORCH_IMAGE,
+        job_kind="PyTorchJob",
+        env_vars={MARKER_ENV: up.marker},
+    )
 
     stored = sdk.get_job(name, job_kind="PyTorchJob")
     master = stored.spec.pytorch_replica_specs["Master"].template.spec.containers[0]
@@ -357,8 +392,13 @@ def test_create_job_from_train_func_runs_it_with_torchrun(up: KubetrainUp, sdk: 
 
 def test_create_job_from_image_runs_the_mapped_entrypoint(up: KubetrainUp, sdk: TrainingClient) -> None:
     name = "sdk-hello-world"
-    sdk.create_job(name=name, base_image=HELLO_WORLD, num_workers=1, job_kind="PyTorchJob",
-                   env_vars={MARKER_ENV: up.marker})
+    sdk.create_job(
+        name=name,
+        base_image=HELLO_WORLD,
+        num_workers=1,
+        job_kind="PyTorchJob",
+        env_vars={MARKER_ENV: up.marker},
+    )
     wait_succeeded(sdk, up, name)
     verify_job_e2e(sdk, name)
     logs, _ = sdk.get_job_logs(name, job_kind="PyTorchJob")
@@ -408,12 +448,22 @@ def test_wait_for_job_conditions_raises_once_the_job_fails(up: KubetrainUp, sdk:
 def test_managed_by_multikueue_is_stored_and_left_to_kueue(up: KubetrainUp, sdk: TrainingClient) -> None:
     delegated, ours = "sdk-managed-multikueue", "sdk-managed-training-operator"
     command = ["python", "-c", "print('done')"]
-    sdk.create_job(job=pytorchjob(delegated, {"Master": pytorch_container(up.marker, command)},
-                                  managed_by="kueue.x-k8s.io/multikueue"))
+    sdk.create_job(
+        job=pytorchjob(
+            delegated,
+            {"Master": pytorch_container(up.marker, command)},
+            managed_by="kueue.x-k8s.io/multikueue",
+        )
+    )
     # A job of ours, created after it: once the operator has run this one to the end, it has seen
     # the delegated job too, so "no status" below is a decision, not a race.
-    sdk.create_job(job=pytorchjob(ours, {"Master": pytorch_container(up.marker, command)},
-                                  managed_by="kubeflow.org/training-operator"))
+    sdk.create_job(
+        job=pytorchjob(
+            ours,
+            {"Master": pytorch_container(up.marker, command)},
+            managed_by="kubeflow.org/training-operator",
+        )
+    )
     wait_succeeded(sdk, up, ours)
     verify_job_e2e(sdk, ours)
 
@@ -427,8 +477,11 @@ def test_managed_by_multikueue_is_stored_and_left_to_kueue(up: KubetrainUp, sdk:
 
 def test_managed_by_another_controller_is_rejected_at_create(up: KubetrainUp, sdk: TrainingClient) -> None:
     name = "sdk-managed-other"
-    job = pytorchjob(name, {"Master": pytorch_container(up.marker, ["python", "-c", "print('done')"])},
-                     managed_by="kueue.x-k8s.io/other-controller")
+    job = pytorchjob(
+        name,
+        {"Master": pytorch_container(up.marker, ["python", "-c", "print('done')"])},
+        managed_by="kueue.x-k8s.io/other-controller",
+    )
     try:
         with pytest.raises(RuntimeError, match=f"Failed to create PyTorchJob: {NAMESPACE}/{name}") as raised:
             sdk.create_job(job=job)
@@ -452,8 +505,13 @@ def test_ctrl_c_stops_running_pods_and_leaves_nothing(tmp_path: Path) -> None:
         sdk = plane.client()
         sleeper = ["python", "-c", "import time; print('sleeping', flush=True); time.sleep(600)"]
         sdk.create_job(job=pytorchjob("sdk-sleeper", {"Master": pytorch_container(plane.marker, sleeper)}))
-        sdk.wait_for_job_conditions("sdk-sleeper", job_kind="PyTorchJob", expected_conditions={"Running"},
-                                    polling_interval=1, wait_timeout=60)
+        sdk.wait_for_job_conditions(
+            "sdk-sleeper",
+            job_kind="PyTorchJob",
+            expected_conditions={"Running"},
+            polling_interval=1,
+            wait_timeout=60,
+        )
         assert len(_processes_with(plane.marker)) >= 2, "the plane and its pod process should be running"
     finally:
         shutdown = plane.stop()

@@ -56,8 +56,11 @@ def main() -> int:
     base = Path(os.environ.get("NFS_PATH") or ".")
     store = base / ".caffe2-rendezvous" / run_id
     store.mkdir(parents=True, exist_ok=True)
-    print(f"shard {shard}/{shards} run {run_id}: CAFFE2_CONFIG task {task}, "
-          f"{len(config['cluster']['worker'])} workers, rendezvous {store}", flush=True)
+    print(
+        f"shard {shard}/{shards} run {run_id}: CAFFE2_CONFIG task {task}, "
+        f"{len(config['cluster']['worker'])} workers, rendezvous {store}",
+        flush=True,
+    )
 
     digits = load_digits()
     x_all, y_all = digits.data / 16.0, digits.target
@@ -93,8 +96,11 @@ def main() -> int:
     identical = all(np.array_equal(f, finals[0]) for f in finals)
     w, b = params[:640].reshape(64, 10), params[640:]
     acc = float(np.mean(np.argmax(x_all[test] @ w + b, axis=1) == y_all[test]))
-    print(f"shard {shard}: loss {first:.4f} -> {last:.4f}, test accuracy {acc:.3f}, weights {digest} "
-          f"identical on all {shards} shards: {identical}", flush=True)
+    print(
+        f"shard {shard}: loss {first:.4f} -> {last:.4f}, test accuracy {acc:.3f}, weights {digest} "
+        f"identical on all {shards} shards: {identical}",
+        flush=True,
+    )
     return 0 if identical and last < first else 1
 
 

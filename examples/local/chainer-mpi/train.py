@@ -56,8 +56,11 @@ def main() -> int:
     if rank == 0:
         identical = all(np.array_equal(g, gathered[0]) for g in gathered)
         acc = float(np.mean(np.argmax(x_all[test] @ w + b, axis=1) == y_all[test]))
-        print(f"rank 0: final loss {last:.4f} (first {first:.4f}), test accuracy {acc:.3f}, "
-              f"{size} ranks, identical weights: {identical}", flush=True)
+        print(
+            f"rank 0: final loss {last:.4f} (first {first:.4f}), test accuracy {acc:.3f}, "
+            f"{size} ranks, identical weights: {identical}",
+            flush=True,
+        )
         ok = ok and identical
     return 0 if comm.bcast(ok, root=0) else 1
 

@@ -70,7 +70,7 @@ def main() -> int:
         order = torch.randperm(len(x), generator=torch.Generator().manual_seed(epoch))
         total = 0.0
         for step in range(steps):
-            idx = order[step * args.batch_size:(step + 1) * args.batch_size]
+            idx = order[step * args.batch_size : (step + 1) * args.batch_size]
             opt.zero_grad()
             loss = loss_fn(model(x[idx]), y[idx])
             loss.backward()
@@ -89,8 +89,11 @@ def main() -> int:
         identical = all((w == weights[0]).all() for w in weights)
         with torch.no_grad():
             acc = (model(x_all[test_idx]).argmax(dim=1) == y_all[test_idx]).float().mean().item()
-        print(f"rank 0: final loss {last:.4f} (first epoch {first:.4f}), test accuracy {acc:.3f}, "
-              f"{world} ranks, weights identical on all ranks: {identical} (checksum {digest})", flush=True)
+        print(
+            f"rank 0: final loss {last:.4f} (first epoch {first:.4f}), test accuracy {acc:.3f}, "
+            f"{world} ranks, weights identical on all ranks: {identical} (checksum {digest})",
+            flush=True,
+        )
         ok = ok and bool(identical)
     ok = comm.bcast(ok, root=0)
     dist.destroy_process_group()

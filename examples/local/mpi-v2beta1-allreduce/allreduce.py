@@ -21,16 +21,22 @@ total = comm.allreduce(rank + 1, op=MPI.SUM)
 vec = np.full(1000, rank + 1, dtype=np.float64)
 out = np.empty_like(vec)
 comm.Allreduce(vec, out, op=MPI.SUM)
-print(f"rank {rank}/{size} on host {host} ip {ip}: allreduce(rank + 1) = {total}, "
-      f"array allreduce = {out[0]:.1f}", flush=True)
+print(
+    f"rank {rank}/{size} on host {host} ip {ip}: allreduce(rank + 1) = {total}, "
+    f"array allreduce = {out[0]:.1f}",
+    flush=True,
+)
 
 hosts = comm.gather(host, root=0)
 expected = size * (size + 1) // 2
 if rank == 0:
     ok = total == expected and bool(np.all(out == expected))
     placement = {h: hosts.count(h) for h in sorted(set(hosts))}
-    print(f"rank 0: {size} ranks, placement {placement}, expected {expected}, "
-          f"got {total}: {'OK' if ok else 'WRONG'}", flush=True)
+    print(
+        f"rank 0: {size} ranks, placement {placement}, expected {expected}, "
+        f"got {total}: {'OK' if ok else 'WRONG'}",
+        flush=True,
+    )
     comm.Barrier()
     sys.exit(0 if ok else 1)
 comm.Barrier()

@@ -146,7 +146,7 @@ def as_dict(value: object) -> JsonDict:
 
 
 def exit_detail(pod: JsonDict) -> str:
-    """"container <c> exited with code <n>" for the first container that failed, else "": what a
+    """ "container <c> exited with code <n>" for the first container that failed, else "": what a
     failed launcher's condition message adds so a malformed `mpirun` says how it failed."""
     for item in as_dict(pod.get("status")).get("containerStatuses") or ():
         state = item.get("state") if isinstance(item, dict) else None

@@ -77,8 +77,12 @@ async def _prepare(env: ClusterEnv) -> bool:
         version = await kube.request("GET", "/version")
         env.embedded = "kubetrain" in str(version.get("gitVersion", ""))
         try:
-            await kube.get("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", None,
-                           WEBHOOK_CONFIGURATION)
+            await kube.get(
+                "admissionregistration.k8s.io/v1",
+                "ValidatingWebhookConfiguration",
+                None,
+                WEBHOOK_CONFIGURATION,
+            )
             env.webhook_installed = True
         except ApiError as err:
             if not err.not_found:
@@ -116,29 +120,53 @@ def cluster_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterEnv
 
     logs = tmp_path_factory.mktemp("cluster-tier")
     suffix = secrets.token_hex(3)
-    env = ClusterEnv(tier.KUBECONFIG, tier.CONTEXT, f"kubetrain-e2e-{suffix}", tier.OPERATOR_MODE,
-                     tier.TIMEOUT)
+    env = ClusterEnv(
+        tier.KUBECONFIG, tier.CONTEXT, f"kubetrain-e2e-{suffix}", tier.OPERATOR_MODE, tier.TIMEOUT
+    )
     needs_node = asyncio.run(_prepare(env))
     try:
         if env.mode == "local":
-            operator = OperatorProc(env.kubeconfig, logs / "operator.log", *env.connection_flags(),
-                                    "--install-crds", "--no-webhook", "--namespace", env.namespace)
+            operator = OperatorProc(
+                env.kubeconfig,
+                logs / "operator.log",
+                *env.connection_flags(),
+                "--install-crds",
+                "--no-webhook",
+                "--namespace",
+                env.namespace,
+            )
             env.processes.append(operator)
             asyncio.run(operator.wait_ready(120))
         if needs_node:
             env.node_name = f"kubetrain-e2e-{suffix}"
             workdir = logs / "work"
             workdir.mkdir()
-            env.processes.append(Proc(
-                ["node", "--kubeconfig", str(env.kubeconfig), *env.connection_flags(),
-                 "--name", env.node_name, "--bind-pending", "--network", "host", "--workdir", str(workdir)],
-                logs / "node.log"))
+            env.processes.append(
+                Proc(
+                    [
+                        "node",
+                        "--kubeconfig",
+                        str(env.kubeconfig),
+                        *env.connection_flags(),
+                        "--name",
+                        env.node_name,
+                        "--bind-pending",
+                        "--network",
+                        "host",
+                        "--workdir",
+                        str(workdir),
+                    ],
+                    logs / "node.log",
+                )
+            )
             asyncio.run(_wait_node_ready(env, env.node_name))
-        print(f"\ncluster tier: namespace {env.namespace}, operator {env.mode}, "
-              f"{'node ' + env.node_name if env.node_name else 'existing nodes'}, "
-              f"webhook {'installed' if env.webhook_installed else 'not installed'}, "
-              f"SDK {'tested' if not collect_ignore else 'not installed: TrainingClient calls not tested'}, "
-              f"logs in {logs}")
+        print(
+            f"\ncluster tier: namespace {env.namespace}, operator {env.mode}, "
+            f"{'node ' + env.node_name if env.node_name else 'existing nodes'}, "
+            f"webhook {'installed' if env.webhook_installed else 'not installed'}, "
+            f"SDK {'tested' if not collect_ignore else 'not installed: TrainingClient calls not tested'}, "
+            f"logs in {logs}"
+        )
         yield env
     finally:
         asyncio.run(_cleanup(env))

@@ -45,8 +45,18 @@ async def test_killing_the_leader_hands_over_without_duplicate_pods(
 ) -> None:
     ns = failover_namespace
     lease = f"kubetrain-e2e-{secrets.token_hex(3)}"
-    flags = (*cluster_env.connection_flags(), "--no-webhook", "--leader-elect", "--namespace", ns,
-             "--leader-election-namespace", ns, "--leader-election-id", lease, *LEASE_FLAGS)
+    flags = (
+        *cluster_env.connection_flags(),
+        "--no-webhook",
+        "--leader-elect",
+        "--namespace",
+        ns,
+        "--leader-election-namespace",
+        ns,
+        "--leader-election-id",
+        lease,
+        *LEASE_FLAGS,
+    )
     first = OperatorProc(cluster_env.kubeconfig, tmp_path / "a.log", *flags)
     second = OperatorProc(cluster_env.kubeconfig, tmp_path / "b.log", *flags)
     audit = PodAddedLog(kube, ns)

@@ -48,8 +48,9 @@ async def test_success(kind: str, kube: KubeClient, cluster_env: ClusterEnv) -> 
 
 @pytest.mark.parametrize("kind", KIND_NAMES)
 async def test_failure(kind: str, kube: KubeClient, cluster_env: ClusterEnv) -> None:
-    created = await kube.create(job(kind, _name(kind, "fail"), cluster_env.namespace,
-                                    "import sys; sys.exit(3)"))
+    created = await kube.create(
+        job(kind, _name(kind, "fail"), cluster_env.namespace, "import sys; sys.exit(3)")
+    )
 
     done = await wait_condition(kube, created, "Failed", cluster_env.timeout)
 
@@ -58,8 +59,16 @@ async def test_failure(kind: str, kube: KubeClient, cluster_env: ClusterEnv) -> 
 
 @pytest.mark.parametrize("kind", KIND_NAMES)
 async def test_restart_on_failure(kind: str, kube: KubeClient, cluster_env: ClusterEnv) -> None:
-    created = await kube.create(job(kind, _name(kind, "restart"), cluster_env.namespace, FAIL_ONCE,
-                                    restart_policy="OnFailure", volumes=True))
+    created = await kube.create(
+        job(
+            kind,
+            _name(kind, "restart"),
+            cluster_env.namespace,
+            FAIL_ONCE,
+            restart_policy="OnFailure",
+            volumes=True,
+        )
+    )
 
     await wait_condition(kube, created, "Succeeded", cluster_env.timeout)
 
@@ -112,8 +121,9 @@ async def test_ttl_after_finished(kind: str, kube: KubeClient, cluster_env: Clus
 @pytest.mark.parametrize("kind", KIND_NAMES)
 async def test_active_deadline(kind: str, kube: KubeClient, cluster_env: ClusterEnv) -> None:
     name, ns = _name(kind, "deadline"), cluster_env.namespace
-    created = await kube.create(job(kind, name, ns, "import time; time.sleep(600)",
-                                    run_policy={"activeDeadlineSeconds": 3}))
+    created = await kube.create(
+        job(kind, name, ns, "import time; time.sleep(600)", run_policy={"activeDeadlineSeconds": 3})
+    )
 
     done = await wait_condition(kube, created, "Failed", cluster_env.timeout)
 

@@ -23,7 +23,8 @@ def _pytorchjob(name: str, namespace: str) -> models.KubeflowOrgV1PyTorchJob:
     command = ["python", "-c", "print('hello from the sdk')"]
     container = V1Container(name="pytorch", image=IMAGE, command=command)
     master = models.KubeflowOrgV1ReplicaSpec(
-        replicas=1, restart_policy="OnFailure",
+        replicas=1,
+        restart_policy="OnFailure",
         template=V1PodTemplateSpec(spec=V1PodSpec(containers=[container])),
     )
     return models.KubeflowOrgV1PyTorchJob(
@@ -39,8 +40,12 @@ def _pytorchjob(name: str, namespace: str) -> models.KubeflowOrgV1PyTorchJob:
 
 def test_training_client_job_lifecycle(cluster_env: ClusterEnv) -> None:
     ns, name = cluster_env.namespace, "sdk-pytorch"
-    client = TrainingClient(config_file=str(cluster_env.kubeconfig), context=cluster_env.context,
-                            namespace=ns, job_kind="PyTorchJob")
+    client = TrainingClient(
+        config_file=str(cluster_env.kubeconfig),
+        context=cluster_env.context,
+        namespace=ns,
+        job_kind="PyTorchJob",
+    )
 
     client.create_job(_pytorchjob(name, ns))
     client.wait_for_job_conditions(name, ns, timeout=int(cluster_env.timeout), polling_interval=1)

@@ -22,8 +22,10 @@ import pytest
 
 _PATH = os.environ.get("KUBETRAIN_E2E_KUBECONFIG", "")
 if not _PATH:
-    pytest.skip("cluster tier: set KUBETRAIN_E2E_KUBECONFIG=<kubeconfig of a real cluster> to run it",
-                allow_module_level=True)
+    pytest.skip(
+        "cluster tier: set KUBETRAIN_E2E_KUBECONFIG=<kubeconfig of a real cluster> to run it",
+        allow_module_level=True,
+    )
 
 KUBECONFIG = Path(_PATH).expanduser()
 CONTEXT = os.environ.get("KUBETRAIN_E2E_CONTEXT") or None

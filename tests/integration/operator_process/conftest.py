@@ -74,8 +74,9 @@ class Processes:
 
 
 @pytest.fixture
-def procs(apiserver: ServerThread, kubeconfig: Path, tmp_path: Path,
-          request: pytest.FixtureRequest) -> Iterator[Processes]:
+def procs(
+    apiserver: ServerThread, kubeconfig: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Processes]:
     """Depends on `apiserver`, so the processes stop before the server they talk to."""
     processes = Processes(kubeconfig, tmp_path)
     yield processes
@@ -92,4 +93,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     setattr(item, f"rep_{report.when}", report)
-

@@ -31,13 +31,25 @@ DECIDING_REPLICA = {
 """One replica type per kind whose single pod decides success or failure."""
 
 
-def job(kind: str, name: str, namespace: str, script: str = "print('ok')", *, replicas: int = 1,
-        restart_policy: str = "Never", rtype: str | None = None, run_policy: JsonDict | None = None,
-        volumes: bool = False) -> JsonDict:
+def job(
+    kind: str,
+    name: str,
+    namespace: str,
+    script: str = "print('ok')",
+    *,
+    replicas: int = 1,
+    restart_policy: str = "Never",
+    rtype: str | None = None,
+    run_policy: JsonDict | None = None,
+    volumes: bool = False,
+) -> JsonDict:
     """A job of `replicas` pods of `rtype` running `python -c script`."""
     info = KINDS[kind]
-    container: JsonDict = {"name": info.default_container, "image": IMAGE,
-                           "command": ["python", "-c", script]}
+    container: JsonDict = {
+        "name": info.default_container,
+        "image": IMAGE,
+        "command": ["python", "-c", script],
+    }
     pod_spec: JsonDict = {"containers": [container]}
     if volumes:
         container["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
@@ -66,8 +78,9 @@ def conditions(obj: JsonDict | None) -> dict[str, str]:
     return {c["type"]: c["status"] for c in ((obj or {}).get("status") or {}).get("conditions") or ()}
 
 
-async def wait_for(check: Callable[[], Awaitable[Any]], timeout: float, what: str,
-                   interval: float = 0.1) -> Any:
+async def wait_for(
+    check: Callable[[], Awaitable[Any]], timeout: float, what: str, interval: float = 0.1
+) -> Any:
     """Poll `check` until it returns something truthy; its last value explains a timeout."""
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -103,8 +116,9 @@ async def wait_condition(kube: KubeClient, obj: JsonDict, ctype: str, timeout: f
 
 
 async def pods_of(kube: KubeClient, namespace: str, job_name: str) -> list[JsonDict]:
-    pods, _ = await kube.list("v1", "Pod", namespace,
-                              label_selector=f"training.kubeflow.org/job-name={job_name}")
+    pods, _ = await kube.list(
+        "v1", "Pod", namespace, label_selector=f"training.kubeflow.org/job-name={job_name}"
+    )
     return pods
 
 
@@ -124,8 +138,9 @@ class PodAddedLog:
     async def _run(self, rv: str) -> None:
         while True:
             try:
-                async for event in self.kube.watch("v1", "Pod", self.namespace, resource_version=rv,
-                                                   timeout_seconds=300):
+                async for event in self.kube.watch(
+                    "v1", "Pod", self.namespace, resource_version=rv, timeout_seconds=300
+                ):
                     obj = event.get("object") or {}
                     rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
                     if event.get("type") == "ADDED":

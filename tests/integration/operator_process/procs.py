@@ -23,9 +23,12 @@ from prometheus_client.samples import Sample
 
 REPO = Path(__file__).resolve().parents[3]
 LEASE_FLAGS = (
-    "--leader-election-lease-duration", "4",
-    "--leader-election-renew-deadline", "3",
-    "--leader-election-retry-period", "0.5",
+    "--leader-election-lease-duration",
+    "4",
+    "--leader-election-renew-deadline",
+    "3",
+    "--leader-election-retry-period",
+    "0.5",
 )
 """Short leases: a SIGKILLed leader is replaced within ~4 s instead of client-go's 15 s."""
 
@@ -54,7 +57,10 @@ class Proc:
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "kubetrain.cli.main", *self.args],
-            stdout=self._log, stderr=subprocess.STDOUT, env=child_env(), cwd=cwd or REPO,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=child_env(),
+            cwd=cwd or REPO,
         )
 
     @property
@@ -112,18 +118,23 @@ class OperatorProc(Proc):
         self.probe_port = free_port()
         super().__init__(
             [
-                "operator", "--kubeconfig", str(kubeconfig),
-                "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
-                "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}",
+                "operator",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--metrics-bind-address",
+                f"127.0.0.1:{self.metrics_port}",
+                "--health-probe-bind-address",
+                f"127.0.0.1:{self.probe_port}",
                 *extra,
             ],
             log_path,
         )
 
     async def get(self, port: int, path: str) -> tuple[int, str]:
-        async with aiohttp.ClientSession() as http, http.get(
-            f"http://127.0.0.1:{port}{path}", timeout=aiohttp.ClientTimeout(total=5)
-        ) as resp:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"http://127.0.0.1:{port}{path}", timeout=aiohttp.ClientTimeout(total=5)) as resp,
+        ):
             return resp.status, await resp.text()
 
     async def probe(self, path: str) -> tuple[int, str]:
@@ -162,10 +173,25 @@ class OperatorProc(Proc):
         return sum(s.value for s in samples if s.name.endswith("_count"))
 
 
-def start_node(kubeconfig: Path, log_path: Path, workdir: Path, name: str = "kubetrain-e2e",
-               bind: bool = True, network: str = "host") -> Proc:
-    args = ["node", "--kubeconfig", str(kubeconfig), "--name", name, "--workdir", str(workdir),
-            "--network", network]
+def start_node(
+    kubeconfig: Path,
+    log_path: Path,
+    workdir: Path,
+    name: str = "kubetrain-e2e",
+    bind: bool = True,
+    network: str = "host",
+) -> Proc:
+    args = [
+        "node",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--name",
+        name,
+        "--workdir",
+        str(workdir),
+        "--network",
+        network,
+    ]
     if bind:
         args.append("--bind-pending")
     return Proc(args, log_path)

@@ -97,8 +97,13 @@ async def test_denied_create_does_not_store_anything(kube: KubeClient, crds: Non
 
 async def _kubectl(kubeconfig: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return await asyncio.to_thread(
-        subprocess.run, ["kubectl", "--kubeconfig", str(kubeconfig), *args],
-        input=stdin, capture_output=True, text=True, timeout=60, check=False,
+        subprocess.run,
+        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 

@@ -19,14 +19,28 @@ SECRET = "training-operator-webhook-cert"
 
 async def kubetrain(*args: str) -> subprocess.CompletedProcess[str]:
     return await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "kubetrain.cli.main", *args],
-        capture_output=True, text=True, timeout=120, check=False, env=child_env(), cwd=REPO,
+        subprocess.run,
+        [sys.executable, "-m", "kubetrain.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=child_env(),
+        cwd=REPO,
     )
 
 
 async def test_print_retargets_namespace_and_image() -> None:
-    result = await kubetrain("install", "--print", "--overlay", "single-namespace", "--namespace", "ml",
-                             "--image", "registry.example/kubetrain:dev")
+    result = await kubetrain(
+        "install",
+        "--print",
+        "--overlay",
+        "single-namespace",
+        "--namespace",
+        "ml",
+        "--image",
+        "registry.example/kubetrain:dev",
+    )
 
     assert result.returncode == 0, result.stderr
     objects = [o for o in yaml.safe_load_all(result.stdout) if o]

@@ -60,8 +60,11 @@ async def test_metrics_have_upstream_names_and_ours(procs: Processes, kube: Kube
     assert "training_operator_jobs_failed" in families  # registered before the first failure
     depth = {s.labels["kind"] for s in families["kubetrain_workqueue_depth"]}
     assert "PyTorchJob" in depth
-    timed = [s for s in families["kubetrain_create_to_pods_seconds"]
-             if s.name.endswith("_count") and s.labels == {"kind": "PyTorchJob"}]
+    timed = [
+        s
+        for s in families["kubetrain_create_to_pods_seconds"]
+        if s.name.endswith("_count") and s.labels == {"kind": "PyTorchJob"}
+    ]
     assert timed and timed[0].value == 1
     reconciles = [s for s in families["kubetrain_reconcile_duration_seconds"] if s.name.endswith("_count")]
     assert sum(s.value for s in reconciles) > 0
@@ -94,8 +97,9 @@ async def test_the_webhook_serves_tls_with_generated_certificates(
 ) -> None:
     await kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}})
     port = free_port()
-    operator = procs.operator("--install-crds", "--webhook-server-port", str(port),
-                              "--webhook-cert-dir", str(tmp_path / "certs"))
+    operator = procs.operator(
+        "--install-crds", "--webhook-server-port", str(port), "--webhook-cert-dir", str(tmp_path / "certs")
+    )
     await operator.wait_ready()
     _, body = await operator.probe("/readyz?verbose")
     assert "[+]webhook ok" in body
@@ -109,13 +113,20 @@ async def test_the_webhook_serves_tls_with_generated_certificates(
         "request": {
             "uid": str(uuid.uuid4()),
             "operation": "CREATE",
-            "object": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-                       "metadata": {"name": "x", "namespace": "default"}, "spec": {}},
+            "object": {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {"name": "x", "namespace": "default"},
+                "spec": {},
+            },
         },
     }
-    async with aiohttp.ClientSession() as http, http.post(
-        f"https://127.0.0.1:{port}/validate-kubeflow-org-v1-pytorchjob", json=review, ssl=context
-    ) as resp:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"https://127.0.0.1:{port}/validate-kubeflow-org-v1-pytorchjob", json=review, ssl=context
+        ) as resp,
+    ):
         answer = json.loads(await resp.text())["response"]
     assert answer["allowed"] is False
     assert answer["status"]["code"] == 403 and answer["status"]["reason"] == "Forbidden"

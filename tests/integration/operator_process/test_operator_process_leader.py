@@ -71,7 +71,8 @@ async def test_sigkill_of_the_leader_hands_over_within_the_lease(procs: Processe
     assert handover <= LEASE_DURATION + 2.5, f"handover took {handover:.1f}s"
     assert audit.duplicates() == []
     assert sorted(audit.added) == sorted(
-        [f"before-worker-{i}" for i in range(3)] + [f"after-worker-{i}" for i in range(3)]
+        [f"before-worker-{i}" for i in range(3)]
+        + [f"after-worker-{i}" for i in range(3)]
         + [f"during-worker-{i}" for i in range(2)]
     )
     assert await standby.reconciles() > 0

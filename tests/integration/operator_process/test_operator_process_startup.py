@@ -51,8 +51,9 @@ async def test_missing_podgroup_crd_runs_without_gang_scheduling(procs: Processe
 
 
 async def test_bad_flags_exit_2_with_the_flag_named(procs: Processes) -> None:
-    operator = procs.operator("--leader-elect", "--leader-election-lease-duration", "2",
-                              "--leader-election-renew-deadline", "3")
+    operator = procs.operator(
+        "--leader-elect", "--leader-election-lease-duration", "2", "--leader-election-renew-deadline", "3"
+    )
 
     assert await operator.wait(30) == 2
     assert "leader election: lease_duration must be greater than renew_deadline" in operator.log()

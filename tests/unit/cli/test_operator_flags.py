@@ -44,7 +44,11 @@ def test_defaults_are_upstreams_where_they_matter() -> None:
     assert options.runtime.install_crds is False
     assert webhook is not None
     assert (webhook.port, webhook.service_name, webhook.secret_name, webhook.namespace) == (
-        9443, "training-operator", "training-operator-webhook-cert", "kubeflow")
+        9443,
+        "training-operator",
+        "training-operator-webhook-cert",
+        "kubeflow",
+    )
     assert str(webhook.cert_dir) == "/tmp/k8s-webhook-server/serving-certs"
 
 
@@ -56,10 +60,28 @@ def test_our_throughput_defaults_differ_from_upstream_on_purpose() -> None:
 
 
 def test_upstream_flags_set_the_runtime_config() -> None:
-    args = parse("--enable-scheme", "PyTorchJob", "--enable-scheme", "tfjob", "--namespace", "ml",
-                 "--gang-scheduler-name", "volcano", "--controller-threads", "2", "--kube-api-qps", "20",
-                 "--kube-api-burst", "30", "--pytorch-init-container-image", "busybox",
-                 "--pytorch-init-container-max-tries", "5", "--mpi-kubectl-delivery-image", "kd:1")
+    args = parse(
+        "--enable-scheme",
+        "PyTorchJob",
+        "--enable-scheme",
+        "tfjob",
+        "--namespace",
+        "ml",
+        "--gang-scheduler-name",
+        "volcano",
+        "--controller-threads",
+        "2",
+        "--kube-api-qps",
+        "20",
+        "--kube-api-burst",
+        "30",
+        "--pytorch-init-container-image",
+        "busybox",
+        "--pytorch-init-container-max-tries",
+        "5",
+        "--mpi-kubectl-delivery-image",
+        "kd:1",
+    )
     runtime = cli_operator.operator_options(args).runtime
 
     assert runtime.enabled_schemes == ("PyTorchJob", "tfjob")
@@ -77,20 +99,39 @@ def test_namespace_defaults_to_kubeflow_namespace_env(monkeypatch: pytest.Monkey
     assert cli_operator.operator_options(parse()).runtime.namespace == "team-a"
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    ((), False), (("--leader-elect",), True), (("--leader-elect=true",), True),
-    (("--leader-elect=false",), False), (("--leader-elect=1",), True),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ((), False),
+        (("--leader-elect",), True),
+        (("--leader-elect=true",), True),
+        (("--leader-elect=false",), False),
+        (("--leader-elect=1",), True),
+    ],
+)
 def test_go_style_booleans(argv: tuple[str, ...], expected: bool) -> None:
     assert cli_operator.operator_options(parse(*argv)).leader.enabled is expected
 
 
 def test_leader_election_namespace_and_timings(monkeypatch: pytest.MonkeyPatch) -> None:
-    args = parse("--leader-elect", "--namespace", "ml", "--leader-election-lease-duration", "4s",
-                 "--leader-election-renew-deadline", "3", "--leader-election-retry-period", "0.5")
+    args = parse(
+        "--leader-elect",
+        "--namespace",
+        "ml",
+        "--leader-election-lease-duration",
+        "4s",
+        "--leader-election-renew-deadline",
+        "3",
+        "--leader-election-retry-period",
+        "0.5",
+    )
     leader = cli_operator.operator_options(args).leader
     assert (leader.namespace, leader.lease_duration, leader.renew_deadline, leader.retry_period) == (
-        "ml", 4.0, 3.0, 0.5)
+        "ml",
+        4.0,
+        3.0,
+        0.5,
+    )
     monkeypatch.setenv("MY_POD_NAMESPACE", "kubeflow")
     assert cli_operator.operator_options(args).leader.namespace == "kubeflow"
     explicit = parse("--leader-election-namespace", "locks")
@@ -100,8 +141,9 @@ def test_leader_election_namespace_and_timings(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_inconsistent_lease_timings_are_a_config_error() -> None:
-    args = parse("--leader-elect", "--leader-election-lease-duration", "5",
-                 "--leader-election-renew-deadline", "6")
+    args = parse(
+        "--leader-elect", "--leader-election-lease-duration", "5", "--leader-election-renew-deadline", "6"
+    )
 
     with pytest.raises(ConfigError, match="lease_duration must be greater than renew_deadline"):
         cli_operator.operator_options(args)
@@ -110,16 +152,27 @@ def test_inconsistent_lease_timings_are_a_config_error() -> None:
 def test_webhook_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MY_POD_NAMESPACE", "ops")
     monkeypatch.setenv("CUSTOM_CLUSTER_DOMAIN", "corp.local")
-    args = parse("--webhook-server-port", "0", "--webhook-cert-dir", str(tmp_path),
-                 "--webhook-service-name", "svc", "--webhook-secret-name", "sec",
-                 "--no-webhook-cert-generation")
+    args = parse(
+        "--webhook-server-port",
+        "0",
+        "--webhook-cert-dir",
+        str(tmp_path),
+        "--webhook-service-name",
+        "svc",
+        "--webhook-secret-name",
+        "sec",
+        "--no-webhook-cert-generation",
+    )
     webhook = cli_operator.webhook_options(args)
 
     assert webhook is not None
     assert (webhook.port, webhook.cert_dir) == (0, tmp_path)
     assert (webhook.service_name, webhook.secret_name) == ("svc", "sec")
     assert (webhook.namespace, webhook.cluster_domain, webhook.generate_certificates) == (
-        "ops", "corp.local", False)
+        "ops",
+        "corp.local",
+        False,
+    )
     assert cli_operator.webhook_options(parse("--no-webhook")) is None
 
 
@@ -133,24 +186,29 @@ def test_init_container_template_file(tmp_path: Path) -> None:
         cli_operator.operator_options(parse("--pytorch-init-container-template-file", str(tmp_path / "x")))
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (("--enable-scheme", "foojob"), "scheme foojob is not supported yet"),
-    (("--metrics-bind-address", "8080"), "invalid address '8080'"),
-    (("--webhook-server-port", "70000"), "invalid port '70000'"),
-    (("--controller-threads", "0"), "must be 1 or more"),
-    (("--kube-api-qps", "-1"), "must be greater than 0"),
-    (("--leader-elect=maybe",), "invalid boolean 'maybe'"),
-    (("--log-level", "loud"), "invalid choice: 'loud'"),
-])
-def test_bad_flags_exit_2_naming_the_flag(argv: tuple[str, ...], message: str,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--enable-scheme", "foojob"), "scheme foojob is not supported yet"),
+        (("--metrics-bind-address", "8080"), "invalid address '8080'"),
+        (("--webhook-server-port", "70000"), "invalid port '70000'"),
+        (("--controller-threads", "0"), "must be 1 or more"),
+        (("--kube-api-qps", "-1"), "must be greater than 0"),
+        (("--leader-elect=maybe",), "invalid boolean 'maybe'"),
+        (("--log-level", "loud"), "invalid choice: 'loud'"),
+    ],
+)
+def test_bad_flags_exit_2_naming_the_flag(
+    argv: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["operator", *argv]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_json_logs_carry_extra_fields() -> None:
-    record = logging.LogRecord("kubetrain.runtime.manager", logging.INFO, __file__, 1, "reconciled %s",
-                               ("x",), None)
+    record = logging.LogRecord(
+        "kubetrain.runtime.manager", logging.INFO, __file__, 1, "reconciled %s", ("x",), None
+    )
     record.job = "PyTorchJob/default/x"
 
     line = json.loads(cli_operator.JsonFormatter().format(record))
