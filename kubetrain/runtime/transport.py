@@ -91,14 +91,13 @@ class KubeClient:
         self.backoff_cap = backoff_cap
         self.max_retry_after = max_retry_after
         self.request_timeout = request_timeout
-        self._api = ApiClient(configuration)
         self._host = str(configuration.host).rstrip("/")
         self._server_hostname = configuration.tls_server_name
         self.requests_total = 0
         self.retries_total = 0
         self._session: aiohttp.ClientSession | None = None
         self._pool: ConnectionPool | None = None
-        if not configuration.proxy:
+        if not configuration.proxy:  # first: a bad server URL fails before any session exists
             self._pool = ConnectionPool(
                 self._host,
                 ssl_context=ssl_context(configuration) if self._host.startswith("https") else None,
@@ -106,6 +105,7 @@ class KubeClient:
                 max_connections=max_connections,
                 user_agent=USER_AGENT,
             )
+        self._api = ApiClient(configuration)
 
     # -- construction ------------------------------------------------------------------------
 

@@ -299,3 +299,10 @@ async def test_watch_http_410_raises_gone(server: tuple[Script, KubeClient]) -> 
         async for _ in client.watch("v1", "Pod", resource_version="1"):
             pass
     assert exc.value.gone
+
+
+def test_a_server_url_without_scheme_is_refused_up_front() -> None:
+    with pytest.raises(
+        ValueError, match="unsupported URL scheme in 'localhost:6443': use http:// or https://"
+    ):
+        KubeClient(Configuration(host="localhost:6443"))
