@@ -22,6 +22,8 @@ from .faults import FaultInjector
 from .gc import ControllerManager
 from .handlers import APIHandler
 from .kubeconfig import write_kubeconfig
+from .openapi import OpenAPIService
+from .openapi_http import OpenAPIHandlers
 from .logs import LogProvider
 from .resources import NAMESPACE_KEY, ResourceCatalog
 from .rest import Converter, ObjectStorage, PodDeletion
@@ -72,6 +74,7 @@ class EmbeddedAPIServer:
         self.catalog = ResourceCatalog()
         self.rest = ObjectStorage(self.store, self.catalog, pod_deletion, converters)
         self._crds = CRDController(self.store, self.catalog)
+        self.openapi = OpenAPIService(self.catalog)
         self._controllers = ControllerManager(self.rest)
         self.hub = self._make_hub(bookmark_interval, watch_queue_size)
         self.faults = FaultInjector()
@@ -102,6 +105,7 @@ class EmbeddedAPIServer:
             self.rest, self.hub, self.faults, lambda: self.log_provider, lambda: f"{self._host}:{self._port}"
         )
         app = web.Application(client_max_size=64 * 1024 * 1024)
+        OpenAPIHandlers(self.openapi).register(app)
         app.router.add_route("*", "/{tail:.*}", handler.handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()

@@ -1,0 +1,115 @@
+"""Regenerate ``data/openapi.json.xz`` from a kube-apiserver's own OpenAPI v3 documents.
+
+The embedded server publishes, for the built-in kinds it serves, the real server's schemas and
+paths rather than hand-written ones, so ``kubectl explain`` and field validation see exactly what
+a cluster shows. The source is the ``api/openapi-spec/v3`` directory of the ``k8s.io/kubernetes``
+module (``go mod download k8s.io/kubernetes@v1.36.3``); only the paths of served resources and the
+schemas reachable from them are kept, and schemas shared by several group-versions are stored once.
+
+    python -m kubetrain.embedded.apiserver.openapi_gen $(go env GOMODCACHE)/k8s.io/kubernetes@v1.36.3
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import sys
+from pathlib import Path
+from typing import Any
+
+from .openapi import _closure, _refs, _served_path, gv_key
+from .resources import BUILTINS, ResourceType
+
+DATA_FILE = Path(__file__).with_name("data") / "openapi.json.xz"
+
+# Schemas the documents generated for CRDs refer to, and the group-version they are taken from.
+CRD_SCHEMA_SOURCES = {
+    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": "apiextensions.k8s.io/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta": "apiextensions.k8s.io/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Status": "apiextensions.k8s.io/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions": "apiextensions.k8s.io/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Patch": "apiextensions.k8s.io/v1",
+    "io.k8s.api.autoscaling.v1.Scale": "autoscaling/v1",
+}
+# The query parameters of each CRD operation are those of the same operation on batch/v1 jobs.
+CRD_TEMPLATE_PATHS = {
+    "list": ("/apis/batch/v1/namespaces/{namespace}/jobs", "get"),
+    "post": ("/apis/batch/v1/namespaces/{namespace}/jobs", "post"),
+    "deletecollection": ("/apis/batch/v1/namespaces/{namespace}/jobs", "delete"),
+    "get": ("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", "get"),
+    "put": ("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", "put"),
+    "delete": ("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", "delete"),
+    "patch": ("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", "patch"),
+}
+
+
+def _load(spec_dir: Path, key: str) -> dict[str, Any]:
+    name = key.replace("/", "__")
+    doc: dict[str, Any] = json.loads((spec_dir / f"{name}_openapi.json").read_text())
+    return doc
+
+
+def generate(module_dir: Path) -> dict[str, Any]:
+    spec_dir = module_dir / "api" / "openapi-spec" / "v3"
+    by_gv: dict[str, dict[str, ResourceType]] = {}
+    for rt in BUILTINS:
+        by_gv.setdefault(gv_key(rt.group, rt.version), {})[rt.plural] = rt
+    pool: dict[str, Any] = {}
+    gvs: dict[str, Any] = {}
+    docs: dict[str, dict[str, Any]] = {}
+    for key, types in by_gv.items():
+        doc = docs[key] = _load(spec_dir, key)
+        prefix = "/" + key
+        paths = {p: item for p, item in doc["paths"].items() if _served_path(p, prefix, types)}
+        schemas = doc["components"]["schemas"]
+        names = _closure(_refs(paths, set()), schemas)
+        overrides = {}
+        for name in sorted(names):
+            if name not in pool:
+                pool[name] = schemas[name]
+            elif pool[name] != schemas[name]:
+                overrides[name] = schemas[name]
+        gvs[key] = {"paths": paths, "schemas": sorted(names), "overrides": overrides}
+    crd_schemas: dict[str, Any] = {}
+    for name, source in CRD_SCHEMA_SOURCES.items():
+        src_key = gv_key(*source.split("/"))
+        doc = docs.get(src_key) or _load(spec_dir, src_key)
+        for dep in _closure({name}, doc["components"]["schemas"]):
+            crd_schemas[dep] = doc["components"]["schemas"][dep]
+    batch = docs["apis/batch/v1"]["paths"]
+    crd_ops = {
+        op: batch[path][method].get("parameters", []) for op, (path, method) in CRD_TEMPLATE_PATHS.items()
+    }
+    type_meta = _type_meta(module_dir)
+    return {
+        "source": f"k8s.io/kubernetes {module_dir.name.split('@')[-1]} api/openapi-spec/v3",
+        "info": docs["api/v1"]["info"],
+        "securitySchemes": docs["api/v1"]["components"]["securitySchemes"],
+        "schemas": pool,
+        "groupVersions": gvs,
+        "crd": {"schemas": crd_schemas, "parameters": crd_ops, "typeMeta": type_meta},
+    }
+
+
+def _type_meta(module_dir: Path) -> dict[str, Any]:
+    """apiVersion and kind as TypeMeta's generated definition describes them."""
+    doc = json.loads((module_dir / "api" / "openapi-spec" / "swagger.json").read_text())
+    defs = doc["definitions"]
+    props = defs["io.k8s.api.batch.v1.Job"]["properties"]
+    return {"apiVersion": props["apiVersion"], "kind": props["kind"]}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    data = generate(Path(argv[0]))
+    raw = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    DATA_FILE.parent.mkdir(exist_ok=True)
+    DATA_FILE.write_bytes(lzma.compress(raw, preset=9 | lzma.PRESET_EXTREME))
+    print(f"{DATA_FILE}: {len(raw)} bytes of JSON, {DATA_FILE.stat().st_size} compressed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
