@@ -1,31 +1,39 @@
-"""`kubetrain node`: this machine joins a cluster as a Node that runs pods as local processes.
+"""`kubetrain node`: this machine joins a cluster as its kubelet, running pods as local processes.
 
-The node agent of the local plane, pointed at any API server through a kubeconfig: it registers
-a Node, heartbeats its Lease in kube-node-lease, and runs the pods bound to it. `--bind-pending`
-also runs the binder (a small default scheduler), which makes a control-plane-only cluster (no
-kube-scheduler, no kubelets: kcp-like test servers, envtest, our embedded API server) usable for
-end-to-end tests of the operator.
+Pointed at any API server through a kubeconfig, it registers a Node as a 1.36 kubelet does
+(capacity/allocatable incl. ``pods``, Ready and pressure conditions, addresses, nodeInfo), renews
+its Lease in kube-node-lease, runs the pods the scheduler binds to it and writes their status
+(phase, conditions, container statuses) and graceful deletion as the kubelet does, so the real
+kube-scheduler, node-lifecycle controller, garbage collector and namespace controller work with
+it. It serves the kubelet API over TLS on ``--port`` (10250; 0 picks a free one, advertised in
+the Node's ``daemonEndpoints``): ``/containerLogs`` and ``/exec`` (WebSocket and SPDY/3.1), so
+``kubectl logs`` and ``kubectl exec`` reach its pods through kube-apiserver. Callers need a client
+certificate of the cluster CA (``--client-ca-file``, default: the kubeconfig's CA);
+``--authorization-mode Webhook`` also asks the API server (SubjectAccessReview on nodes/proxy).
 
-What a kubelet does and this agent does not, on a real cluster: it serves no kubelet API on :10250,
-so `kubectl logs`/`exec`/`port-forward` on its pods fail (the API server proxies those to the
-kubelet); container output goes to files under the node's root directory and to this process's
-own log. Images are not pulled: each container's command runs in this machine's Python
-environment (or one the image map names). Pod IPs are loopback addresses of this machine, so pods
-on other nodes cannot reach them. Stopping the agent kills its pods and leaves the Node NotReady;
-`kubectl delete node NAME` removes it.
+`--bind-pending` also runs the binder (a small default scheduler), for control-plane-only
+clusters (no kube-scheduler: envtest-like servers, our embedded API server).
+
+What it does not do: images are not pulled (each container's command runs in this machine's
+Python environment, or one the image map names); pod IPs are loopback addresses of this machine,
+so pods on other nodes cannot reach them; no ``port-forward``, ``attach``, TTYs, metrics or
+probes. Stopping it kills its pods and leaves the Node NotReady; `kubectl delete node NAME`
+removes it.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 from pathlib import Path
 
 from kubetrain.cli.common import SubParsers, err, out, run_async
 from kubetrain.cli.serve import add_network_option
 from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import ConfigError, KubetrainError
-from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
+from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig, certs
+from kubetrain.embedded.node.config import KubeletAPIConfig
 from kubetrain.embedded.node.kubeapi import ApiError
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.scheduler import Binder
@@ -37,8 +45,8 @@ def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "node",
         help="join a cluster as a node that runs its pods as local processes",
-        description="Register this machine as a Node of the cluster in --kubeconfig and run the pods "
-        "bound to it as local processes (no container runtime, no kubelet API: see the docs). "
+        description="Register this machine as a Node of the cluster in --kubeconfig, run the pods "
+        "bound to it as local processes and serve the kubelet API (logs, exec) over TLS. "
         "--bind-pending also binds pending pods, for clusters without a scheduler.",
     )
     p.add_argument(
@@ -68,6 +76,28 @@ def register(sub: SubParsers) -> None:
         help="where pod sandboxes (volumes, logs) live (default: a temporary directory)",
     )
     add_network_option(p)
+    kubelet = p.add_argument_group("kubelet API (what kube-apiserver calls for logs and exec)")
+    kubelet.add_argument(
+        "--port",
+        type=int,
+        default=10250,
+        help="its port (default: 10250; 0: a free one; -1: do not serve it)",
+    )
+    kubelet.add_argument("--address", default="127.0.0.1", help="its listen address (default: 127.0.0.1)")
+    kubelet.add_argument(
+        "--client-ca-file",
+        metavar="PATH",
+        help="CA of the client certificates it accepts (default: the kubeconfig's cluster CA)",
+    )
+    kubelet.add_argument("--tls-cert-file", metavar="PATH", help="serving certificate (default: self-signed)")
+    kubelet.add_argument("--tls-private-key-file", metavar="PATH", help="key of --tls-cert-file")
+    kubelet.add_argument(
+        "--authorization-mode",
+        choices=("AlwaysAllow", "Webhook"),
+        default="AlwaysAllow",
+        help="AlwaysAllow (default, as the kubelet flag): any caller the client CA signed; "
+        "Webhook: ask the API server (SubjectAccessReview on nodes/proxy)",
+    )
     p.set_defaults(handler=_node)
 
 
@@ -81,7 +111,33 @@ def _node(args: argparse.Namespace) -> int:
         config.node_name = args.name
     if args.root_dir:
         config.root_dir = Path(args.root_dir).expanduser().resolve()
+    if not -1 <= args.port <= 65535:
+        err.print(f"invalid --port {args.port}: use 1-65535, 0 for a free port, -1 for none", style="red")
+        return 2
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        err.print("--tls-cert-file and --tls-private-key-file go together", style="red")
+        return 2
+    if args.port >= 0:
+        config.kubelet_api = KubeletAPIConfig(
+            port=args.port,
+            address=args.address,
+            client_ca_file=_path(args.client_ca_file),
+            tls_cert_file=_path(args.tls_cert_file),
+            tls_private_key_file=_path(args.tls_private_key_file),
+            authorization_mode=args.authorization_mode,
+        )
     return run_async(_serve(args.kubeconfig, args.context, config, args.bind_pending, args.network))
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value).expanduser().resolve() if value else None
+
+
+def _kubeconfig_path(kubeconfig: str | None) -> Path | None:
+    for candidate in (kubeconfig, *os.environ.get("KUBECONFIG", "").split(os.pathsep), "~/.kube/config"):
+        if candidate and Path(candidate).expanduser().is_file():
+            return Path(candidate).expanduser()
+    return None
 
 
 async def _connect(kubeconfig: str | None, context: str | None) -> KubeAPI:
@@ -97,6 +153,13 @@ async def _serve(
     kubeconfig: str | None, context: str | None, config: NodeConfig, bind: bool, network: NetworkMode
 ) -> int:
     api = await _connect(kubeconfig, context)
+    kubelet = config.kubelet_api
+    if kubelet is not None and kubelet.client_ca_file is None:
+        path = _kubeconfig_path(kubeconfig)
+        kubelet.client_ca_pem = certs.kubeconfig_ca(path, context) if path is not None else None
+        if not kubelet.client_ca_pem:
+            await api.close()
+            raise ConfigError("the kubelet API needs --client-ca-file: the kubeconfig names no cluster CA")
     agent: NodeAgent | None = None
     binder: Binder | None = None
     async with Interrupts() as interrupts:
@@ -112,10 +175,12 @@ async def _serve(
                 if bind:
                     binder = Binder(api)
                     await binder.start()
-            except (ApiError, OSError) as exc:
+            except (ApiError, OSError, ValueError) as exc:
                 raise KubetrainError(f"cannot join the cluster at {api.base_url}: {exc}") from None
+            served = agent.kubelet_server
+            api_note = f", kubelet API on {served.config.address}:{served.port}" if served else ""
             out.print(
-                f"node {agent.name} joined {api.base_url} (network: {network}"
+                f"node {agent.name} joined {api.base_url} (network: {network}{api_note}"
                 f"{', binding pending pods' if bind else ''}); Ctrl-C to stop",
                 markup=False,
             )

@@ -1,11 +1,13 @@
 """The process node agent: a kubelet whose containers are local processes.
 
-It registers a Node (capacity: this machine's CPUs and memory), keeps it alive with a Lease in
-``kube-node-lease`` and a Ready condition, watches the pods bound to it (``spec.nodeName``) and
-the Services of every namespace (for pod names, see `network`), and gives each pod a `PodWorker`.
-It talks to the API server only through the Kubernetes HTTP API, so it can join any cluster that
-lets it register a node; the one in-process hook is `log_provider`, which the embedded API server
-uses for pods/log (on a cluster the kubelet serves logs itself).
+It registers a Node (`nodestatus`: capacity, conditions, addresses, nodeInfo), keeps it alive
+with a Lease in ``kube-node-lease`` (`lease`) and periodic status posts, watches the pods bound
+to it (``spec.nodeName``) and the Services of every namespace (for pod names, see `network`), and
+gives each pod a `PodWorker`. It talks to the API server only through the Kubernetes HTTP API, so
+it can join any cluster that lets it register a node. Logs and exec reach its pods two ways: on a
+real cluster through the kubelet API it serves (`kubeletapi`, when ``config.kubelet_api`` is set),
+which the API server calls for pods/log and pods/exec; next to the embedded API server through
+the in-process `log_provider`.
 
 Stopping the agent kills every process it started (SIGTERM, then SIGKILL after the grace) and
 waits for them to be gone: nothing is left behind.
@@ -16,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import platform
 import shutil
 import tempfile
 import time
@@ -27,23 +28,17 @@ from .config import NodeConfig
 from .context import NodeContext
 from .exec import ExecService
 from .informer import Informer
-from .kubeapi import ApiError, KubeAPI, core_path, group_path
+from .kubeapi import ApiError, KubeAPI, core_path
+from .kubeletapi import KubeletServer
+from .lease import NodeLease
 from .logs import ContainerLogs, NodeLogProvider
 from .network import DEFAULT_POD_CIDR, HOST_IP, PodCIDRLease, PodNetwork, ServiceEntry
+from .nodestatus import NodeStatusReporter
 from .podworker import PodWorker
-from .status import rfc3339
 
 log = logging.getLogger(__name__)
 
 JsonDict = dict[str, Any]
-
-LEASE_NAMESPACE = "kube-node-lease"
-AGENT_VERSION = "v1.30.0-kubetrain"
-
-
-def _micro_time(t: float) -> str:
-    whole = int(t)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{int((t - whole) * 1e6):06d}Z"
 
 
 class NodeAgent:
@@ -76,6 +71,20 @@ class NodeAgent:
             api, core_path("pods"), self._on_pod, field_selector=f"spec.nodeName={self.name}"
         )
         self._services = Informer(api, core_path("services"), self._on_service)
+        self.reporter = NodeStatusReporter(self.config, HOST_IP, self.network.pod_cidr)
+        self.lease = NodeLease(api, self.name, self.config.lease_duration_seconds)
+        self.kubelet_server: KubeletServer | None = None
+        if self.config.kubelet_api is not None:
+            self.kubelet_server = KubeletServer(
+                self.config.kubelet_api,
+                self.name,
+                self.log_provider,
+                self._worker_by_name,
+                api,
+                self.root / "pki",
+            )
+        self._node_uid = ""
+        self._status_posted = 0.0
         self._tasks: list[asyncio.Task[None]] = []
         self._lock = asyncio.Lock()
         self._removals: set[asyncio.Task[None]] = set()
@@ -85,6 +94,10 @@ class NodeAgent:
 
     async def start(self) -> None:
         await self.exec_service.start()
+        if self.kubelet_server is not None:
+            await self.kubelet_server.start(self.exec_service.socket_path)
+            self.reporter.kubelet_port = self.kubelet_server.port
+            self.reporter.websockets = True
         await self._register()
         self._services.start()
         self._pods.start()
@@ -108,11 +121,12 @@ class NodeAgent:
             return_exceptions=True,
         )
         self.workers.clear()
+        if self.kubelet_server is not None:
+            await self.kubelet_server.stop()
         await self.exec_service.stop()
         with contextlib.suppress(Exception):
-            await self.api.merge_patch(
-                core_path("nodes", None, self.name, "status"),
-                {"status": {"conditions": [self._ready_condition(False)]}},
+            await self._post_status(
+                {"conditions": self.reporter.conditions(False, "kubetrain node agent stopped")}
             )
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -126,155 +140,37 @@ class NodeAgent:
 
     # -- node object ---------------------------------------------------------------------------
 
-    def _node_object(self) -> JsonDict:
-        cfg = self.config
-        labels = {
-            "kubernetes.io/hostname": self.name,
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(
-                platform.machine(), platform.machine()
-            ),
-            "node.kubernetes.io/instance-type": "kubetrain-local",
-            **cfg.labels,
-        }
-        resources = {
-            "cpu": str(cfg.cpu),
-            "memory": f"{cfg.memory_bytes // 1024}Ki",
-            "ephemeral-storage": f"{cfg.ephemeral_storage_bytes // 1024}Ki",
-            "pods": str(cfg.max_pods),
-        }
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": self.name,
-                "labels": labels,
-                "annotations": {"kubetrain.io/network-mode": cfg.network},
-            },
-            "spec": {"podCIDR": self.network.pod_cidr, "podCIDRs": [self.network.pod_cidr]},
-            "status": self._node_status(resources),
-        }
-
-    def _node_status(self, resources: dict[str, str]) -> JsonDict:
-        return {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [self._ready_condition(True), *self._pressure_conditions()],
-            "addresses": [
-                {"type": "InternalIP", "address": HOST_IP},
-                {"type": "Hostname", "address": self.name},
-            ],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
-            "nodeInfo": {
-                "machineID": "",
-                "systemUUID": "",
-                "bootID": "",
-                "kernelVersion": platform.release(),
-                "osImage": platform.platform(),
-                "containerRuntimeVersion": "kubetrain-process://0.1.0",
-                "kubeletVersion": AGENT_VERSION,
-                "kubeProxyVersion": AGENT_VERSION,
-                "operatingSystem": "linux",
-                "architecture": platform.machine(),
-            },
-        }
-
-    def _ready_condition(self, ready: bool) -> JsonDict:
-        now = rfc3339(time.time())
-        return {
-            "type": "Ready",
-            "status": "True" if ready else "False",
-            "reason": "KubeletReady" if ready else "KubeletNotReady",
-            "message": "kubetrain node agent is posting ready status"
-            if ready
-            else "kubetrain node agent stopped",
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }
-
-    def _pressure_conditions(self) -> list[JsonDict]:
-        now = rfc3339(time.time())
-        return [
-            {
-                "type": kind,
-                "status": "False",
-                "reason": f"KubeletHas{reason}",
-                "message": message,
-                "lastHeartbeatTime": now,
-                "lastTransitionTime": now,
-            }
-            for kind, reason, message in (
-                ("MemoryPressure", "SufficientMemory", "kubelet has sufficient memory available"),
-                ("DiskPressure", "NoDiskPressure", "kubelet has no disk pressure"),
-                ("PIDPressure", "SufficientPID", "kubelet has sufficient PID available"),
-            )
-        ]
-
     async def _register(self) -> None:
-        node = self._node_object()
+        """Create the Node (or adopt one of the same name), then write its full status."""
+        node = self.reporter.node()
         try:
-            await self.api.create(core_path("nodes"), node)
+            created = await self.api.create(core_path("nodes"), node)
         except ApiError as err:
             if err.status != 409:
                 raise
-            await self.api.merge_patch(
+            created = await self.api.merge_patch(
                 core_path("nodes", None, self.name),
                 {"metadata": {"labels": node["metadata"]["labels"]}, "spec": node["spec"]},
             )
-        await self.api.merge_patch(core_path("nodes", None, self.name, "status"), {"status": node["status"]})
+        self._node_uid = str((created.get("metadata") or {}).get("uid") or "")
+        await self._post_status(self.reporter.status())
+
+    async def _post_status(self, status: JsonDict) -> None:
+        await self.api.merge_patch(core_path("nodes", None, self.name, "status"), {"status": status})
+        self._status_posted = time.monotonic()
 
     async def _heartbeat(self) -> None:
-        """Renew the node Lease and the Ready condition, as the kubelet does every 10 s."""
+        """Renew the Lease every interval (kubelet: 10 s) and post the node status periodically."""
         while True:
             try:
-                await self._renew_lease()
-                await self.api.merge_patch(
-                    core_path("nodes", None, self.name, "status"),
-                    {"status": {"conditions": [self._ready_condition(True), *self._pressure_conditions()]}},
-                )
+                await self.lease.renew(self._node_uid)
+                if time.monotonic() - self._status_posted >= self.config.status_report_interval:
+                    await self._post_status({"conditions": self.reporter.conditions()})
             except asyncio.CancelledError:
                 raise
             except Exception as err:
                 log.warning("node heartbeat failed: %r", err)
             await asyncio.sleep(self.config.heartbeat_interval)
-
-    async def _renew_lease(self) -> None:
-        path = group_path("coordination.k8s.io", "v1", "leases", LEASE_NAMESPACE, self.name)
-        now = _micro_time(time.time())
-        try:
-            await self.api.merge_patch(path, {"spec": {"renewTime": now}})
-            return
-        except ApiError as err:
-            if err.status != 404:
-                raise
-        with contextlib.suppress(ApiError):
-            await self.api.create(
-                core_path("namespaces"),
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}},
-            )
-        await self.api.create(
-            group_path("coordination.k8s.io", "v1", "leases", LEASE_NAMESPACE),
-            {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {
-                    "name": self.name,
-                    "namespace": LEASE_NAMESPACE,
-                    "ownerReferences": [
-                        {"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": await self._node_uid()}
-                    ],
-                },
-                "spec": {
-                    "holderIdentity": self.name,
-                    "leaseDurationSeconds": self.config.lease_duration_seconds,
-                    "renewTime": now,
-                },
-            },
-        )
-
-    async def _node_uid(self) -> str:
-        node = await self.api.get(core_path("nodes", None, self.name))
-        return str((node.get("metadata") or {}).get("uid", ""))
 
     # -- watches ---------------------------------------------------------------------------------
 
@@ -323,6 +219,11 @@ class NodeAgent:
         }
         with contextlib.suppress(ApiError):
             await self.api.delete(core_path("pods", meta.get("namespace"), meta.get("name")), body)
+
+    def _worker_by_name(self, namespace: str, name: str) -> PodWorker | None:
+        """The newest worker of pod `namespace/name` (a re-created pod has a new uid)."""
+        found = [w for w in self.workers.values() if w.namespace == namespace and w.name == name]
+        return found[-1] if found else None
 
     def _logs_of(self, uid: str) -> dict[str, ContainerLogs] | None:
         worker = self.workers.get(uid)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,40 @@ def _ephemeral_storage_bytes() -> int:
         return 100 * 2**30
 
 
+def _hostname_address() -> str:
+    """The Node's ``Hostname`` address: this machine's name when it resolves to loopback (where the
+    kubelet API listens), else ``localhost``; kube-apiserver dials it first by default
+    (``--kubelet-preferred-address-types`` starts with Hostname)."""
+    name = socket.gethostname().lower()
+    try:
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(name, None, socket.AF_INET)}
+    except OSError:
+        return "localhost"
+    return name if addresses and all(a.startswith("127.") for a in addresses) else "localhost"
+
+
+@dataclass
+class KubeletAPIConfig:
+    """Where and how the kubelet API (`kubeletapi`) is served.
+
+    ``port`` 0 picks a free one (the Node advertises whichever it got). Callers must present a
+    client certificate signed by ``client_ca_file`` (kube-apiserver's
+    ``--kubelet-client-certificate``); ``authorization_mode`` ``Webhook`` then asks the API
+    server (SubjectAccessReview on nodes/proxy) as the kubelet does, ``AlwaysAllow`` does not.
+    Without ``tls_cert_file`` a self-signed serving certificate is made at start (kube-apiserver
+    does not verify it unless given ``--kubelet-certificate-authority``).
+    """
+
+    port: int = 10250
+    address: str = "127.0.0.1"
+    client_ca_file: Path | None = None
+    client_ca_pem: str | None = None
+    """Used when there is no ``client_ca_file`` (`kubetrain node` passes its kubeconfig's CA)."""
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    authorization_mode: str = "Webhook"
+
+
 @dataclass
 class NodeConfig:
     """How the local node presents itself and runs pods.
@@ -44,6 +79,7 @@ class NodeConfig:
     """Reported as ``ephemeral-storage``; pods that request some (MPIJob v1's kubectl-delivery
     init container asks for 5Gi) are unschedulable on a node that reports none."""
     max_pods: int = 110
+    hostname_address: str = field(default_factory=_hostname_address)
     labels: dict[str, str] = field(default_factory=dict)
     network: NetworkMode = "isolated"
     pod_cidr: str | None = None
@@ -57,5 +93,11 @@ class NodeConfig:
     backoff_reset: float = 60.0
     retry_interval: float = 1.0
     heartbeat_interval: float = 10.0
+    """How often the Lease is renewed (the kubelet's renew interval, a quarter of its duration)."""
+    status_report_interval: float = 60.0
+    """How often the Node's conditions are re-posted when nothing changed (the Lease is the
+    liveness signal; kubelet's nodeStatusReportFrequency is 5 min)."""
     lease_duration_seconds: int = 40
     shutdown_grace: float = 5.0
+    kubelet_api: KubeletAPIConfig | None = None
+    """None: no kubelet API (the embedded plane reads logs through `log_provider` instead)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import NodeConfig
-from .kubeapi import KubeAPI, core_path
+from .kubeapi import ApiError, KubeAPI, core_path
 from .network import PodNetwork
 
 if TYPE_CHECKING:
@@ -20,13 +20,40 @@ _RESOURCE = {"configmap": "configmaps", "secret": "secrets"}
 
 
 class ApiObjectSource:
-    """ConfigMaps and Secrets read from the API server (an `ObjectSource`)."""
+    """ConfigMaps, Secrets and service-account tokens from the API server (an `ObjectSource`)."""
 
     def __init__(self, api: KubeAPI) -> None:
         self.api = api
 
     async def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
         return await self.api.get_or_none(core_path(_RESOURCE[kind], namespace, name))
+
+    async def token(self, pod: JsonDict, service_account: str, audience: str, expiration: int) -> str | None:
+        """A token bound to `pod` through the TokenRequest API, as the kubelet requests it; None
+        when the server has no such API (404: a bare API server, e.g. the embedded one)."""
+        meta = pod.get("metadata") or {}
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "audiences": [audience] if audience else [],
+                "expirationSeconds": expiration,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta.get("name"),
+                    "uid": meta.get("uid"),
+                },
+            },
+        }
+        path = core_path("serviceaccounts", meta.get("namespace") or "default", service_account, "token")
+        try:
+            answer = await self.api.create(path, body)
+        except ApiError as err:
+            if err.status in (404, 405):
+                return None
+            raise
+        return str((answer.get("status") or {}).get("token") or "")
 
 
 @dataclass

@@ -411,7 +411,9 @@ class PodWorker:
         self._dirty.set()
 
     def render_status(self) -> JsonDict:
-        return pod_status(self.state, self.restart_policy, self.inits, self.containers, self.init_failed)
+        return pod_status(
+            self.state, self.restart_policy, self.inits, self.containers, self.init_failed, pod=self.pod
+        )
 
     async def flush(self) -> None:
         """Write the current status now (used before confirming a deletion)."""

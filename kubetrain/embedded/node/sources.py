@@ -22,6 +22,14 @@ class ObjectSource(Protocol):
     async def get(self, kind: str, namespace: str, name: str) -> JsonDict | None: ...
 
 
+class TokenSource(Protocol):
+    """A source that can also issue service-account tokens (the API server's TokenRequest)."""
+
+    async def token(
+        self, pod: JsonDict, service_account: str, audience: str, expiration: int
+    ) -> str | None: ...
+
+
 def configmap_data(cm: JsonDict) -> dict[str, bytes]:
     data = {k: str(v).encode() for k, v in (cm.get("data") or {}).items()}
     data.update({k: base64.b64decode(v) for k, v in (cm.get("binaryData") or {}).items()})

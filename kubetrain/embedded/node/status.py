@@ -4,6 +4,11 @@ The pod worker keeps one `ContainerStatus` per container and calls `pod_status` 
 whole ``status`` it writes through pods/status: phase from the containers (kubelet's
 ``getPhase``), the conditions PodReadyToStartContainers, Initialized, ContainersReady, Ready and
 PodScheduled with stable transition times, and per-container state/lastState/restartCount.
+
+Status is written as a merge patch, which replaces the whole ``conditions`` list: conditions the
+kubelet does not own (PodScheduled from the scheduler, DisruptionTarget, readiness gates) are
+carried over from the pod as they are, and ``qosClass``, which kube-apiserver sets at creation
+and then refuses to change, is copied from the pod (computed only when absent).
 """
 
 from __future__ import annotations
@@ -12,7 +17,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.embedded.apiserver.defaults import qos_class
+
 JsonDict = dict[str, Any]
+
+KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 
 
 def rfc3339(t: float) -> str:
@@ -173,8 +182,11 @@ def pod_status(
     containers: list[ContainerStatus],
     init_failed: bool,
     now: float | None = None,
+    pod: JsonDict | None = None,
 ) -> JsonDict:
+    """The ``status`` to write for the pod `pod` (whose spec and current status it reads)."""
     now = time.time() if now is None else now
+    current = (pod or {}).get("status") or {}
     phase = state.forced_phase or phase_of(restart_policy, containers, state.initialized, init_failed)
     all_ready = bool(containers) and all(c.state_name == "running" for c in containers)
     ready_reason = "PodCompleted" if phase in ("Succeeded", "Failed") else "ContainersNotReady"
@@ -188,14 +200,18 @@ def pod_status(
         state.condition("Initialized", state.initialized, now, init_reason),
         state.condition("Ready", all_ready, now, ready_reason),
         state.condition("ContainersReady", all_ready, now, ready_reason),
-        state.condition("PodScheduled", True, now),
     ]
+    others = [c for c in current.get("conditions") or () if c.get("type") not in KUBELET_CONDITIONS]
+    if not any(c.get("type") == "PodScheduled" for c in others):
+        others.insert(0, state.condition("PodScheduled", True, now))  # bound by hand, no scheduler
+    conditions += others
     status: JsonDict = {
         "phase": phase,
         "conditions": conditions,
         "hostIP": state.host_ip,
         "startTime": rfc3339(state.start_time),
         "containerStatuses": [c.render() for c in containers],
+        "qosClass": current.get("qosClass") or qos_class((pod or {}).get("spec") or {}),
     }
     if state.host_ip:
         status["hostIPs"] = [{"ip": state.host_ip}]

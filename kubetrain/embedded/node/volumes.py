@@ -2,7 +2,8 @@
 
 Supported: ``configMap``, ``secret`` (``items``, ``mode``, ``defaultMode``, ``optional``),
 ``emptyDir``, ``hostPath`` (the host directory itself), ``downwardAPI`` and ``projected``
-(configMap, secret and downwardAPI sources), and ``persistentVolumeClaim`` as a directory per
+(configMap, secret, downwardAPI and serviceAccountToken sources: the ``kube-api-access-*`` volume
+the ServiceAccount admission plugin adds to every pod), and ``persistentVolumeClaim`` as a directory per
 namespace and claim under the node's state dir, shared by every pod that names the claim (so a
 job's replicas can share checkpoints, as with a ReadWriteMany volume). Other types fail the pod's
 start with a FailedMount message rather than run with a silently missing directory.
@@ -22,7 +23,7 @@ from typing import Any
 
 from .errors import MountError
 from .expand import expand
-from .sources import ObjectSource, field_value, read_source, resource_value
+from .sources import ObjectSource, TokenSource, field_value, read_source, resource_value
 
 JsonDict = dict[str, Any]
 
@@ -183,7 +184,26 @@ class VolumeBuilder:
                 await self._keys(target, "secret", sec.get("name", ""), sec, default_mode)
             elif "downwardAPI" in src:
                 self._downward(target, (src["downwardAPI"] or {}).get("items") or [], default_mode)
-            # serviceAccountToken and clusterTrustBundle have no meaning without cluster auth
+            elif "serviceAccountToken" in src:
+                await self._token(target, src["serviceAccountToken"] or {}, default_mode)
+            # clusterTrustBundle and podCertificate need signers a local node does not have
+
+    async def _token(self, target: Path, spec: JsonDict, mode: int) -> None:
+        """Request the token as the kubelet does; without a TokenRequest API, leave it out."""
+        if not hasattr(self.source, "token"):
+            return
+        source: TokenSource = self.source  # type: ignore[assignment]
+        account = (self.pod.get("spec") or {}).get("serviceAccountName") or "default"
+        try:
+            token = await source.token(
+                self.pod, account, spec.get("audience") or "", int(spec.get("expirationSeconds") or 3600)
+            )
+        except Exception as err:
+            raise MountError(
+                f'MountVolume.SetUp failed: failed to fetch token: serviceaccounts "{account}": {err}'
+            ) from err
+        if token is not None:
+            _write(target, spec.get("path") or "token", token.encode(), mode)
 
 
 def container_mounts(
