@@ -10,8 +10,12 @@ rest. Server-side apply is what makes re-running it an upgrade: fields that othe
 are left alone, in particular the certificate data the operator writes into the webhook Secret
 (which the manifest ships empty) and the caBundle it injects into the webhook configuration.
 
-`--uninstall` deletes the same objects in reverse order; `--keep-crds` keeps the CRDs, and with
-them every job (deleting a CRD deletes all of its objects).
+`--uninstall` deletes the same objects in reverse order and, like `kubectl delete`, waits until
+they are gone (the namespace controller empties the namespace, the CRDs' finalizer deletes their
+jobs); `--keep-crds` keeps the CRDs, and with them every job (deleting a CRD deletes all of its
+objects). A namespace is only ever deleted if install created it: installing into an existing
+namespace (`--namespace team-a`) leaves that Namespace object alone, so uninstalling cannot wipe
+the team's other objects with it. With `--keep-crds` a namespace that holds jobs is kept too.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ OPERATOR_DEPLOYMENT = "training-operator"
 DEFAULT_NAMESPACE = "kubeflow"
 FIRST = ("Namespace", "CustomResourceDefinition")
 CRD_WAIT = 60.0
+DELETE_WAIT = 120.0
 
 
 def register(sub: SubParsers) -> None:
@@ -75,6 +80,12 @@ def register(sub: SubParsers) -> None:
     )
     p.add_argument("--uninstall", action="store_true", help="delete what install creates")
     p.add_argument("--keep-crds", action="store_true", help="with --uninstall: keep the CRDs and every job")
+    p.add_argument(
+        "--no-wait",
+        dest="wait",
+        action="store_false",
+        help="with --uninstall: return once the deletions are accepted, not when the objects are gone",
+    )
     p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: the current one)")
     p.set_defaults(handler=_install)
@@ -165,7 +176,31 @@ async def apply_all(client: KubeClient, objects: list[JsonDict]) -> None:
         if obj.get("kind") not in FIRST and crds:
             await wait_established(client, [c["metadata"]["name"] for c in crds])
             crds = []
+        if obj.get("kind") == "Namespace":
+            live = await get_or_none(client, obj)
+            if live is not None and not installed_by_us(live):
+                err.print(f"namespace/{obj['metadata']['name']} exists: left as is", markup=False)
+                continue
         await apply_one(client, obj)
+
+
+async def get_or_none(client: KubeClient, obj: JsonDict) -> JsonDict | None:
+    meta = obj["metadata"]
+    rt = client.resource(obj["apiVersion"], obj["kind"])
+    try:
+        return await client.get(
+            obj["apiVersion"], obj["kind"], meta.get("namespace") if rt.namespaced else None, meta["name"]
+        )
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise KubetrainError(f"reading {obj['kind']} {meta['name']} failed: {exc}") from None
+
+
+def installed_by_us(live: JsonDict) -> bool:
+    """Whether install applied this object: its managedFields name our field manager."""
+    managers = (live.get("metadata") or {}).get("managedFields") or ()
+    return any(m.get("manager") == FIELD_MANAGER for m in managers)
 
 
 async def apply_one(client: KubeClient, obj: JsonDict) -> None:
@@ -187,11 +222,23 @@ async def wait_established(client: KubeClient, names: list[str], timeout: float 
                 await asyncio.sleep(0.2)
 
 
-async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: bool) -> None:
+async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: bool, wait: bool) -> None:
+    crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
+    deleted: list[JsonDict] = []
     for obj in reversed(ordered(objects)):
         if keep_crds and obj.get("kind") == "CustomResourceDefinition":
             continue
         meta = obj["metadata"]
+        if obj.get("kind") == "Namespace":
+            live = await get_or_none(client, obj)
+            if live is None:
+                continue
+            if not installed_by_us(live):
+                err.print(f"namespace/{meta['name']} kept: kubetrain install did not create it", markup=False)
+                continue
+            if keep_crds and await holds_jobs(client, meta["name"], crds):
+                err.print(f"namespace/{meta['name']} kept: it holds jobs (--keep-crds)", markup=False)
+                continue
         rt = client.resource(obj["apiVersion"], obj["kind"])
         try:
             namespace = meta.get("namespace") if rt.namespaced else None
@@ -202,7 +249,44 @@ async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: boo
             if not exc.not_found:
                 raise KubetrainError(f"deleting {obj['kind']} {meta['name']} failed: {exc}") from None
             continue
+        deleted.append(obj)
         err.print(f"{obj['kind'].lower()}/{meta['name']} deleted", markup=False)
+    if wait:
+        await wait_gone(client, deleted)
+
+
+async def holds_jobs(client: KubeClient, namespace: str, crds: list[JsonDict]) -> bool:
+    """Whether any kind of `crds` has an object in `namespace` (deleting it would delete them)."""
+    for crd in crds:
+        spec = crd["spec"]
+        served = [v["name"] for v in spec.get("versions") or () if v.get("served")]
+        if not served:
+            continue
+        path = f"/apis/{spec['group']}/{served[0]}/namespaces/{namespace}/{spec['names']['plural']}"
+        try:
+            found = await client.request("GET", path, query=[("limit", "1")])
+        except ApiError as exc:
+            if exc.not_found:
+                continue
+            raise KubetrainError(f"listing {spec['names']['plural']} in {namespace} failed: {exc}") from None
+        if found.get("items"):
+            return True
+    return False
+
+
+async def wait_gone(client: KubeClient, objects: list[JsonDict], timeout: float = DELETE_WAIT) -> None:
+    """Until every object is gone: finalizers (namespace, CRD, foreground deletion) take a while."""
+    pending = list(objects)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while pending:
+        pending = [o for o in pending if await get_or_none(client, o) is not None]
+        if not pending:
+            return
+        if loop.time() >= deadline:
+            names = ", ".join(f"{o['kind'].lower()}/{o['metadata']['name']}" for o in pending)
+            raise KubetrainError(f"still being deleted after {timeout:.0f}s: {names}")
+        await asyncio.sleep(0.5)
 
 
 # -- the command ----------------------------------------------------------------------------------
@@ -211,6 +295,9 @@ async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: boo
 def _install(args: argparse.Namespace) -> int:
     if args.keep_crds and not args.uninstall:
         err.print("--keep-crds only applies to --uninstall", style="red", markup=False)
+        return 2
+    if not args.wait and not args.uninstall:
+        err.print("--no-wait only applies to --uninstall", style="red", markup=False)
         return 2
     objects = render(manifests_dir(args.manifests) / "overlays" / args.overlay, args.namespace, args.image)
     if args.print_only:
@@ -228,7 +315,7 @@ async def _apply(args: argparse.Namespace, objects: list[JsonDict]) -> int:
         raise ConfigError(f"cannot load the kubeconfig {args.kubeconfig or '(default)'}: {exc}") from None
     try:
         if args.uninstall:
-            await delete_all(client, objects, args.keep_crds)
+            await delete_all(client, objects, args.keep_crds, args.wait)
             out.print(
                 "kubetrain operator uninstalled" + (" (CRDs and jobs kept)" if args.keep_crds else ""),
                 markup=False,
