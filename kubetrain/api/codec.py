@@ -15,10 +15,15 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar, Union, get_args, get_origin
 
-from kubetrain.api.fielderrors import ErrorList, invalid
+from kubetrain.api import jsonsafe
+from kubetrain.api.fielderrors import ErrorList, ErrorType, FieldError, invalid
 from kubetrain.api.types import Int32, Int64
 
 T = TypeVar("T")
+
+_FAST_DEPTH = 32
+"""Levels walked by recursion (fast); deeper data goes through the iterative `jsonsafe` walkers."""
+_SHOWN_PATH = 160
 
 _INT_RANGES = {
     Int32: (-(2**31), 2**31 - 1, "a 32-bit integer"),
@@ -50,15 +55,21 @@ def _compute_plan(cls: type) -> tuple[tuple[_FieldPlan, ...], str | None]:
 _plan: Callable[[type], tuple[tuple[_FieldPlan, ...], str | None]] = functools.cache(_compute_plan)
 
 
-def json_clone(value: Any) -> Any:
+def json_clone(value: Any, _depth: int = 0) -> Any:
     """A deep copy of JSON-shaped data (dicts and lists of scalars), ~5x faster than deepcopy.
 
-    Scalars are immutable and shared; that is all JSON or YAML input holds.
+    Scalars are immutable and shared; that is all JSON or YAML input holds. Subtrees deeper
+    than `_FAST_DEPTH` are copied iteratively: user data may nest as deep as the API server
+    allows, far beyond Python's recursion limit.
     """
+    if _depth >= _FAST_DEPTH:
+        return jsonsafe.clone(value)
     if isinstance(value, dict):
-        return {k: json_clone(v) for k, v in value.items()}
+        depth = _depth + 1
+        return {k: json_clone(v, depth) for k, v in value.items()}
     if isinstance(value, list):
-        return [json_clone(v) for v in value]
+        depth = _depth + 1
+        return [json_clone(v, depth) for v in value]
     return value
 
 
@@ -173,17 +184,32 @@ def decode(cls: type[T], data: Any, path: str = "") -> tuple[T | None, ErrorList
     if not isinstance(data, dict):
         errors.append(invalid(path or "<root>", type_name(data), "must be of type object"))
         return None, errors
+    deep = jsonsafe.too_deep(data, jsonsafe.MAX_JOB_DEPTH - (1 if path else 0), path)
+    if deep is not None:
+        errors.append(too_deep_error(deep))
     return _decode_object(cls, data, path, errors), errors
 
 
-def _encode_value(value: Any) -> Any:
+def too_deep_error(path: str) -> FieldError:
+    """The field error for data nested beyond `MAX_JOB_DEPTH` (the path shortened to be readable)."""
+    shown = path if len(path) <= _SHOWN_PATH else path[:_SHOWN_PATH] + "..."
+    return FieldError(ErrorType.INVALID, shown, f"nesting too deep: at most {jsonsafe.MAX_JOB_DEPTH} levels")
+
+
+def _encode_value(value: Any, depth: int = 0) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return encode(value)
+    if depth >= _FAST_DEPTH:
+        return jsonsafe.transform(value, _encode_leaf)
     if isinstance(value, dict):
-        return {k: _encode_value(v) for k, v in value.items()}
+        return {k: _encode_value(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_encode_value(v) for v in value]
+        return [_encode_value(v, depth + 1) for v in value]
     return value
+
+
+def _encode_leaf(value: Any) -> Any:
+    return encode(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
 
 
 def encode(obj: Any) -> dict[str, Any]:

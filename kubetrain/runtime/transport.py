@@ -15,7 +15,6 @@ blindly here: `update_status_retrying` re-reads and re-applies, which is the onl
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import ssl
@@ -30,6 +29,7 @@ import orjson
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from kubetrain.api import jsonsafe
 from kubetrain.runtime.backoff import Backoff
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.http11 import ConnectionPool, Response
@@ -91,6 +91,7 @@ class KubeClient:
         self.backoff_cap = backoff_cap
         self.max_retry_after = max_retry_after
         self.request_timeout = request_timeout
+        self.max_watch_event_bytes = MAX_WATCH_EVENT_BYTES
         self._host = str(configuration.host).rstrip("/")
         self._server_hostname = configuration.tls_server_name
         self.requests_total = 0
@@ -385,9 +386,8 @@ class KubeClient:
         try:
             if resp.status != 200:
                 raise await _error_from(resp)
-            async for line in resp.content:
-                if line.strip():
-                    yield orjson.loads(line)
+            async for event in _watch_events(resp.content, self.max_watch_event_bytes):
+                yield event
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise ApiError(0, "ConnectionError", repr(exc)) from exc
         finally:
@@ -525,16 +525,58 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _encode(body: Any) -> bytes:
-    """orjson, or the stdlib for what orjson refuses (integers beyond 64 bits a user wrote)."""
-    try:
-        return orjson.dumps(body)
-    except TypeError:
-        return json.dumps(body, separators=(",", ":")).encode()
+    """orjson, or for what it refuses (integers beyond 64 bits, nesting beyond 254, lone
+    surrogates) the iterative encoder, so no object a user stored makes a write impossible."""
+    return jsonsafe.dumps(body)
 
 
 def _decode(raw: bytes) -> JsonDict:
-    out = orjson.loads(raw)
+    """orjson, or the iterative parser for what it refuses (nesting beyond 1,024 levels, lone
+    surrogate escapes): kube-apiserver serves objects nested up to 10,000 deep."""
+    try:
+        out = jsonsafe.loads(raw)
+    except jsonsafe.JSONError as exc:
+        raise orjson.JSONDecodeError(str(exc), raw.decode("utf-8", "replace"), 0) from exc
     return out if isinstance(out, dict) else {"items": out}
+
+
+MAX_WATCH_EVENT_BYTES = 64 * 1024 * 1024
+"""A watch frame carries one object: etcd caps a write at ~1.5 MiB, which JSON escaping can at most
+multiply by ~6; the cap only keeps a broken stream from growing without bound."""
+
+
+async def _watch_events(content: aiohttp.StreamReader, max_bytes: int) -> AsyncGenerator[JsonDict, None]:
+    """Newline-delimited events of any size up to `max_bytes`, read chunk by chunk.
+
+    aiohttp's line iteration refuses lines over 512 KiB (LineTooLong), which broke every watch of
+    a kind holding one large object and forced a relist per change.
+    """
+    buf = bytearray()
+    async for chunk in content.iter_any():
+        scan = len(buf)
+        buf += chunk
+        start = 0
+        while (end := buf.find(b"\n", scan)) >= 0:
+            line = bytes(buf[start:end])
+            start = scan = end + 1
+            if line.strip():
+                yield _decode_event(line)
+        if start:
+            del buf[:start]
+        if len(buf) > max_bytes:
+            raise ApiError(0, "ConnectionError", f"watch event larger than {max_bytes} bytes")
+    if bytes(buf).strip():
+        yield _decode_event(bytes(buf))
+
+
+def _decode_event(line: bytes) -> JsonDict:
+    try:
+        event = jsonsafe.loads(line)
+    except jsonsafe.JSONError as exc:
+        raise ApiError(0, "ConnectionError", f"malformed watch event: {exc}") from exc
+    if not isinstance(event, dict):
+        raise ApiError(0, "ConnectionError", "malformed watch event: not an object")
+    return event
 
 
 def _decode_or_text(raw: bytes) -> Any:

@@ -12,10 +12,13 @@ from collections.abc import Callable, Iterable
 from sys import intern
 from typing import Any
 
+from kubetrain.api.jsonsafe import transform
+
 JsonDict = dict[str, Any]
 Trim = Callable[[JsonDict], JsonDict]
 
 _INTERN_MAX = 64
+_FAST_DEPTH = 32
 
 _META_KEYS = (
     "name",
@@ -44,38 +47,54 @@ _POD_STATUS_KEYS = (
 _SERVICE_SPEC_KEYS = ("clusterIP", "selector", "ports", "publishNotReadyAddresses")
 
 
-def compact(value: Any) -> Any:
+def compact(value: Any, _depth: int = 0) -> Any:
     """A deep copy with interned keys and short strings, so identical strings are stored once.
 
     String leaves (most of a pod's metadata) are handled inline: one call per container, not per
-    string, is what keeps trimming cheap on the watch path.
+    string, is what keeps trimming cheap on the watch path. Recursion stops at `_FAST_DEPTH`
+    levels; deeper subtrees (user data a real API server accepts up to 10,000 deep) are copied
+    by the iterative walker, so no object can make trimming raise.
     """
-    if isinstance(value, dict):
+    if _depth >= _FAST_DEPTH:
+        return transform(value, _intern_leaf, _intern_key)
+    if type(value) is dict:
+        depth = _depth + 1
         return {
-            intern(k): (intern(v) if type(v) is str and len(v) <= _INTERN_MAX else compact(v))
+            intern(k) if type(k) is str else k: (
+                intern(v) if type(v) is str and len(v) <= _INTERN_MAX else compact(v, depth)
+            )
             for k, v in value.items()
         }
-    if isinstance(value, list):
-        return [intern(v) if type(v) is str and len(v) <= _INTERN_MAX else compact(v) for v in value]
-    if isinstance(value, str) and len(value) <= _INTERN_MAX:
-        return intern(value)
-    return value
+    if type(value) is list:
+        depth = _depth + 1
+        return [intern(v) if type(v) is str and len(v) <= _INTERN_MAX else compact(v, depth) for v in value]
+    return _intern_leaf(value)
+
+
+def _intern_leaf(value: Any) -> Any:
+    return intern(value) if type(value) is str and len(value) <= _INTERN_MAX else value
+
+
+def _intern_key(key: Any) -> Any:
+    return intern(key) if type(key) is str else key
 
 
 def _pick(src: JsonDict | None, keys: Iterable[str]) -> JsonDict:
-    if not src:
+    if not src or type(src) is not dict:
         return {}
     return {k: compact(src[k]) for k in keys if k in src}
 
 
 def _names(items: list[JsonDict] | None) -> list[JsonDict]:
-    return [{"name": intern(c["name"])} for c in items or () if "name" in c]
+    if type(items) is not list:
+        return []
+    return [{"name": intern(c["name"])} for c in items if type(c) is dict and type(c.get("name")) is str]
 
 
 def trim_metadata(meta: JsonDict | None) -> JsonDict:
     out = _pick(meta, _META_KEYS)
     annotations = out.get("annotations")
-    if annotations and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
+    if type(annotations) is dict and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
         out["annotations"] = {
             k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"
         }

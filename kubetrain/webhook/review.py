@@ -16,9 +16,10 @@ A review is answered in the apiVersion it came in (v1, or the identical v1beta1)
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from kubetrain.api import jsonsafe
 
 ADMISSION_V1 = "admission.k8s.io/v1"
 ADMISSION_V1BETA1 = "admission.k8s.io/v1beta1"
@@ -77,7 +78,7 @@ def parse_review(body: bytes, content_type: str | None) -> tuple[AdmissionReques
     if not body:
         raise MalformedReview("request body is empty")
     try:
-        review = json.loads(body)
+        review = jsonsafe.loads(body)  # any depth; lone surrogates become U+FFFD, as in Go
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedReview(f"couldn't decode AdmissionReview: {exc}") from exc
     if not isinstance(review, dict):

@@ -83,7 +83,11 @@ class WebhookServer:
         except review.MalformedReview as exc:
             log.warning("rejecting malformed admission request on %s: %s", request.path, exc)
             return _json(review.errored("", 400, str(exc)))
-        response = admit(info, admission)
+        try:
+            response = admit(info, admission)
+        except Exception:  # a bug of ours must still produce an answer the API server can show
+            log.exception("admission of %s %s/%s failed", info.kind, admission.namespace, admission.name)
+            response = review.errored(admission.uid, 500, "internal error validating the object")
         if not response.allowed:
             log.info(
                 "%s %s %s/%s: %s",

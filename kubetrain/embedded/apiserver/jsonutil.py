@@ -26,10 +26,39 @@ def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
 
 
-def clone(obj: Any) -> Any:
-    """Deep-copy JSON-shaped data (dicts, lists, scalars) faster than copy.deepcopy."""
+def clone(obj: Any, _depth: int = 0) -> Any:
+    """Deep-copy JSON-shaped data (dicts, lists, scalars) faster than copy.deepcopy.
+
+    Recursive for the first levels (fast); deeper data, which clients may store (kube-apiserver
+    accepts 10,000 levels), is copied with an explicit stack instead of raising RecursionError.
+    """
+    if _depth >= _RECURSIVE_DEPTH:
+        return _clone_deep(obj)
     if isinstance(obj, dict):
-        return {k: clone(v) for k, v in obj.items()}
+        return {k: clone(v, _depth + 1) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [clone(v) for v in obj]
+        return [clone(v, _depth + 1) for v in obj]
     return obj
+
+
+_RECURSIVE_DEPTH = 64
+
+
+def _clone_deep(obj: Any) -> Any:
+    if not isinstance(obj, dict | list):
+        return obj
+    root: Any = {} if isinstance(obj, dict) else []
+    stack: list[tuple[Any, Any]] = [(obj, root)]
+    while stack:
+        src, dst = stack.pop()
+        pairs = src.items() if isinstance(src, dict) else enumerate(src)
+        for key, value in pairs:
+            if isinstance(value, dict | list):
+                copy: Any = {} if isinstance(value, dict) else []
+                stack.append((value, copy))
+                value = copy
+            if isinstance(dst, dict):
+                dst[key] = value
+            else:
+                dst.append(value)
+    return root

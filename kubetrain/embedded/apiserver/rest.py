@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import yaml
 
-from . import errors
+from . import errors, fieldvalidation
 from .admission import CREATE, UPDATE, AdmissionChain
 from .crd import CLEANUP_FINALIZER, crd_errors, crd_status, default_crd
 from .defaults import ClusterIPAllocator, default_builtin, initial_pod_status
@@ -190,6 +190,7 @@ class ObjectStorage:
     ) -> dict[str, Any]:
         """POST: ``body`` becomes the store's (the caller must not keep using it)."""
         obj = self._check_envelope(rt, body)
+        fieldvalidation.check_object(rt, obj)
         meta = obj["metadata"]
         if rt.namespaced:
             body_ns = meta.get("namespace")
@@ -282,6 +283,7 @@ class ObjectStorage:
     ) -> dict[str, Any]:
         """PUT on the object or its status: optimistic concurrency on metadata.resourceVersion."""
         obj = self._check_envelope(rt, body)
+        fieldvalidation.check_object(rt, obj)
         meta = obj["metadata"]
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(
@@ -446,6 +448,7 @@ class ObjectStorage:
         rv = patched["metadata"].get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.group, rt.plural, name, errors.MODIFIED)
+        fieldvalidation.check_patched(rt, patched, patch, content_type)
         patched = self._check_envelope(rt, patched)
         return self._write_update(rt, old, patched, subresource, dry_run), False
 
