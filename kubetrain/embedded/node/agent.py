@@ -148,10 +148,11 @@ class NodeAgent:
         except ApiError as err:
             if err.status != 409:
                 raise
-            created = await self.api.merge_patch(
-                core_path("nodes", None, self.name),
-                {"metadata": {"labels": node["metadata"]["labels"]}, "spec": node["spec"]},
-            )
+            existing = await self.api.get(core_path("nodes", None, self.name))
+            patch: JsonDict = {"metadata": {"labels": node["metadata"]["labels"]}}
+            if not (existing.get("spec") or {}).get("podCIDR"):  # immutable once set
+                patch["spec"] = node["spec"]
+            created = await self.api.merge_patch(core_path("nodes", None, self.name), patch)
         self._node_uid = str((created.get("metadata") or {}).get("uid") or "")
         await self._post_status(self.reporter.status())
 
