@@ -114,6 +114,13 @@ def take_warnings(token: contextvars.Token[list[str] | None]) -> list[str]:
     return collected
 
 
+def add_warning(text: str) -> None:
+    """Add a warning to the current request's response (no-op outside a request)."""
+    sink = _warnings.get()
+    if sink is not None:
+        sink.append(text)
+
+
 def warning_header(text: str) -> str:
     """RFC 7234 warning with code 299 and agent "-", as kube-apiserver writes it."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')

@@ -176,11 +176,16 @@ def _unfold(schema: Any) -> Any:
     return out
 
 
+def _meta_ref(name: str, description: str) -> dict[str, Any]:
+    """A described reference, in the ``allOf`` form OpenAPI v3 needs for siblings of ``$ref``."""
+    return {"allOf": [{"$ref": V3_PREFIX + name}], "description": description}
+
+
 def _add_embedded(s: dict[str, Any]) -> None:
     props = s.setdefault("properties", {})
     props["apiVersion"] = {"description": EMBEDDED_API_VERSION_DOC, "type": "string"}
     props["kind"] = {"description": EMBEDDED_KIND_DOC, "type": "string"}
-    props["metadata"] = {"$ref": V3_PREFIX + OBJECT_META, "description": META_DOC}
+    props["metadata"] = _meta_ref(OBJECT_META, META_DOC)
     required = s.setdefault("required", [])
     for name in ("kind", "apiVersion"):
         if name not in required:
@@ -198,11 +203,9 @@ def crd_kind_schema(rt: ResourceType) -> dict[str, Any]:
     schema.pop("x-kubernetes-embedded-resource", None)
     type_meta = builtin_data()["crd"]["typeMeta"]
     props = schema.setdefault("properties", {})
-    props["metadata"] = {"$ref": V3_PREFIX + OBJECT_META, "description": META_DOC}
+    props["metadata"] = _meta_ref(OBJECT_META, META_DOC)
     props["apiVersion"] = clone(type_meta["apiVersion"])
     props["kind"] = clone(type_meta["kind"])
-    if source.get("x-kubernetes-embedded-resource") is not None:
-        pass  # the root is always treated as embedded; it carries no extra properties
     schema["x-kubernetes-group-version-kind"] = [gvk]
     if rt.field_selectors:
         schema["x-kubernetes-selectable-fields"] = [{"fieldPath": f} for f in rt.field_selectors]
@@ -225,7 +228,7 @@ def crd_list_schema(rt: ResourceType) -> dict[str, Any]:
                 "type": "array",
             },
             "kind": clone(type_meta["kind"]),
-            "metadata": {"$ref": V3_PREFIX + LIST_META, "description": LIST_META_DOC},
+            "metadata": _meta_ref(LIST_META, LIST_META_DOC),
         },
         "required": ["items"],
         "type": "object",
@@ -298,6 +301,33 @@ def _content(ref: str, types: tuple[str, ...]) -> dict[str, Any]:
     return {t: {"schema": {"$ref": V3_PREFIX + ref}} for t in types}
 
 
+def _crd_params(params: dict[str, list[dict[str, Any]]], action: str) -> list[dict[str, Any]]:
+    """endpoints.AddObjectParams for the options type of each action."""
+    if action == "deletecollection":
+        return clone(params["list"])  # ListOptions
+    if action == "get":
+        return [clone(p) for p in params["list"] if p["name"] == "resourceVersion"]  # GetOptions
+    return clone(params[action])
+
+
+def _hoist(item: dict[str, Any]) -> dict[str, Any]:
+    """builder3: parameters every operation of a path has move to the path, all sorted by name."""
+    ops = {m: op for m, op in item.items() if m != "parameters"}
+    keys = [{(p["in"], p["name"]) for p in op.get("parameters", ())} for op in ops.values()]
+    common = set.intersection(*keys) if keys else set()
+    shared = list(item.get("parameters", ()))
+    for op in ops.values():
+        for p in op.get("parameters", ()):
+            if (p["in"], p["name"]) in common and all(p["name"] != s["name"] for s in shared):
+                shared.append(p)
+        rest = [p for p in op.get("parameters", ()) if (p["in"], p["name"]) not in common]
+        if rest:
+            op["parameters"] = sorted(rest, key=lambda p: p["name"])
+        else:
+            op.pop("parameters", None)
+    return {**dict(sorted(ops.items())), "parameters": sorted(shared, key=lambda p: p["name"])}
+
+
 def _crd_paths(rt: ResourceType) -> dict[str, Any]:
     """The paths of one custom resource version, as builder.generateBuilder lays them out."""
     params = builtin_data()["crd"]["parameters"]
@@ -348,8 +378,9 @@ def _crd_paths(rt: ResourceType) -> dict[str, Any]:
             "description": _description(rt.kind, sub, verb),
             "operationId": operation_id(name, g, v),
         }
-        if params[action]:
-            out["parameters"] = clone(params[action])
+        own = _crd_params(params, action)
+        if own:
+            out["parameters"] = own
         if method == "patch":
             out["requestBody"] = {"content": _content(PATCH, CRD_PATCH_TYPES), "required": True}
         elif action in ("post", "put"):
@@ -394,7 +425,7 @@ def _crd_paths(rt: ResourceType) -> dict[str, Any]:
                 "patch": op("patch", "patch", "patch", sample, sub),
                 "put": op("put", "put", "replace", sample, sub),
             }
-    return paths
+    return {path: _hoist(item) for path, item in paths.items()}
 
 
 def crd_document(types: list[ResourceType]) -> dict[str, Any]:

@@ -24,19 +24,18 @@ DATA_FILE = Path(__file__).with_name("data") / "openapi.json.xz"
 
 # Schemas the documents generated for CRDs refer to, and the group-version they are taken from.
 CRD_SCHEMA_SOURCES = {
-    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": "apiextensions.k8s.io/v1",
-    "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta": "apiextensions.k8s.io/v1",
-    "io.k8s.apimachinery.pkg.apis.meta.v1.Status": "apiextensions.k8s.io/v1",
-    "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions": "apiextensions.k8s.io/v1",
-    "io.k8s.apimachinery.pkg.apis.meta.v1.Patch": "apiextensions.k8s.io/v1",
-    "io.k8s.api.autoscaling.v1.Scale": "autoscaling/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": "apis/apiextensions.k8s.io/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta": "apis/apiextensions.k8s.io/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Status": "apis/apiextensions.k8s.io/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions": "apis/apiextensions.k8s.io/v1",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Patch": "apis/apiextensions.k8s.io/v1",
+    "io.k8s.api.autoscaling.v1.Scale": "api/v1",
 }
-# The query parameters of each CRD operation are those of the same operation on batch/v1 jobs.
+# The query parameters of CRD operations are those of the same operations on batch/v1 jobs
+# (deletecollection takes the list parameters, get only resourceVersion: see openapi._crd_params).
 CRD_TEMPLATE_PATHS = {
     "list": ("/apis/batch/v1/namespaces/{namespace}/jobs", "get"),
     "post": ("/apis/batch/v1/namespaces/{namespace}/jobs", "post"),
-    "deletecollection": ("/apis/batch/v1/namespaces/{namespace}/jobs", "delete"),
-    "get": ("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", "get"),
     "put": ("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", "put"),
     "delete": ("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", "delete"),
     "patch": ("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", "patch"),
@@ -72,8 +71,7 @@ def generate(module_dir: Path) -> dict[str, Any]:
         gvs[key] = {"paths": paths, "schemas": sorted(names), "overrides": overrides}
     crd_schemas: dict[str, Any] = {}
     for name, source in CRD_SCHEMA_SOURCES.items():
-        src_key = gv_key(*source.split("/"))
-        doc = docs.get(src_key) or _load(spec_dir, src_key)
+        doc = docs.get(source) or _load(spec_dir, source)
         for dep in _closure({name}, doc["components"]["schemas"]):
             crd_schemas[dep] = doc["components"]["schemas"][dep]
     batch = docs["apis/batch/v1"]["paths"]

@@ -4,7 +4,8 @@ As ``k8s.io/kube-openapi/pkg/handler3``: the discovery document lists each group
 ``?hash=`` URL; a group-version requested with the current hash is immutable for a year
 (``Cache-Control: public, immutable``, ``Expires``), with a stale hash it redirects (301) to the
 current one; every document has a quoted SHA-512 ``Etag`` and ``Last-Modified`` and answers
-conditional requests with 304 (Go's ``http.ServeContent``). Only JSON is produced: a client that
+conditional requests with 304 (Go's ``http.ServeContent``); every other response says
+``Cache-Control: no-cache, private`` as kube-apiserver's filters do. Only JSON is produced: a client that
 accepts nothing but the protobuf forms gets 406, which kubectl treats as "no v2 document" and
 falls back to its built-in patch logic (it reads v3 as JSON).
 """
@@ -46,26 +47,41 @@ def _http_date(ts: float) -> str:
     return email.utils.formatdate(ts, usegmt=True)
 
 
-def _serve(request: web.Request, doc: Document, headers: dict[str, str]) -> web.Response:
-    """http.ServeContent: conditional GET on the Etag and Last-Modified, then the bytes."""
-    quoted = f'"{doc.etag}"'
-    headers = {
-        **headers,
-        "Etag": quoted,
-        "Last-Modified": _http_date(int(doc.last_modified)),
-        "Accept-Ranges": "bytes",
-    }
+NO_CACHE = {"Cache-Control": "no-cache, private"}  # what kube-apiserver sends on every other response
+
+
+def _not_modified(request: web.Request, etag: str | None, last_modified: int) -> bool:
+    """http.ServeContent's checks: If-None-Match on the Etag, else If-Modified-Since."""
     inm = request.headers.get("If-None-Match")
     if inm is not None:
         tags = [t.strip() for t in inm.split(",")]
-        if quoted in tags or "*" in tags or f"W/{quoted}" in tags:
-            return web.Response(status=304, headers=headers)
-    else:
-        ims = request.headers.get("If-Modified-Since")
-        parsed = email.utils.parsedate_to_datetime(ims).timestamp() if ims else None
-        if parsed is not None and int(doc.last_modified) <= parsed:
-            return web.Response(status=304, headers=headers)
-    resp = web.Response(body=doc.data, headers={**headers, "Content-Type": JSON})
+        return etag is not None and (f'"{etag}"' in tags or "*" in tags or f'W/"{etag}"' in tags)
+    ims = request.headers.get("If-Modified-Since")
+    if not ims:
+        return False
+    try:
+        return last_modified <= email.utils.parsedate_to_datetime(ims).timestamp()
+    except (TypeError, ValueError):
+        return False
+
+
+def _serve(
+    request: web.Request,
+    doc: Document,
+    headers: dict[str, str],
+    etag: bool = True,
+    content_type: str = JSON,
+) -> web.Response:
+    """The document's bytes, or 304 to a conditional request that already has them."""
+    headers = dict(headers)
+    if etag:
+        headers["Etag"] = f'"{doc.etag}"'
+    modified = int(doc.last_modified)
+    if _not_modified(request, doc.etag if etag else None, modified):
+        return web.Response(status=304, headers=headers)
+    headers["Accept-Ranges"] = "bytes"
+    headers["Last-Modified"] = _http_date(modified)
+    resp = web.Response(body=doc.data, headers={**headers, "Content-Type": content_type})
     if "gzip" in request.headers.get("Accept-Encoding", ""):
         resp.enable_compression()
     return resp
@@ -78,32 +94,32 @@ class OpenAPIHandlers:
         self.service = service
 
     async def v2(self, request: web.Request) -> web.StreamResponse:
-        headers = {"Vary": "Accept"}
+        headers = {**NO_CACHE, "Vary": "Accept"}
         if not _accepts_json(request.headers.get("Accept", "")):
             return web.Response(status=406, headers=headers)
         return _serve(request, self.service.v2(), headers)
 
     async def v3_discovery(self, request: web.Request) -> web.StreamResponse:
-        return _serve(request, self.service.discovery(), {})
+        """As the aggregator serves it: no Etag, Last-Modified of now, sniffed as text/plain."""
+        doc = self.service.discovery()
+        fresh = Document(doc.doc, doc.data, doc.etag, time.time())
+        return _serve(request, fresh, NO_CACHE, etag=False, content_type="text/plain; charset=utf-8")
 
     async def v3_group_version(self, request: web.Request) -> web.StreamResponse:
         key = request.match_info["gv"].strip("/")
-        headers = {"Vary": "Accept"}
         doc = self.service.group_version(key)
         if doc is None:
-            return web.Response(status=404, text="404 page not found\n", headers=headers)
+            return web.Response(status=404, headers=NO_CACHE)
+        headers = {**NO_CACHE, "Vary": "Accept"}
         if not _accepts_json(request.headers.get("Accept", "")):
             return web.Response(status=406, headers=headers)
         wanted = request.query.get("hash")
         if wanted:
             if wanted != doc.etag:
-                target = relative_url(key, doc.etag)
-                return web.Response(
-                    status=301,
-                    text=f'<a href="{target}">Moved Permanently</a>.\n\n',
-                    content_type="text/html",
-                    headers={**headers, "Location": target},
+                headers.update(
+                    {"Content-Type": JSON, "Etag": f'"{doc.etag}"', "Location": relative_url(key, doc.etag)}
                 )
+                return web.Response(status=301, headers=headers)
             expires = time.gmtime(time.time() + 365 * 24 * 3600)
             headers["Cache-Control"] = "public, immutable"
             headers["Expires"] = time.strftime("%a, %d %b %Y %H:%M:%S UTC", expires)

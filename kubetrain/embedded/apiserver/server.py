@@ -15,16 +15,16 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from . import errors
+from . import errors, fieldvalidation
 from .admission import AdmissionPlugin
 from .crd import CRDController
 from .faults import FaultInjector
 from .gc import ControllerManager
 from .handlers import APIHandler
 from .kubeconfig import write_kubeconfig
+from .logs import LogProvider
 from .openapi import OpenAPIService
 from .openapi_http import OpenAPIHandlers
-from .logs import LogProvider
 from .resources import NAMESPACE_KEY, ResourceCatalog
 from .rest import Converter, ObjectStorage, PodDeletion
 from .store import Store
@@ -88,6 +88,7 @@ class EmbeddedAPIServer:
         assert ns_type is not None
         for name in INITIAL_NAMESPACES:
             self.rest.create(ns_type, "", {"metadata": {"name": name}})
+        self.store.open_window()
         for plugin in admission or ():
             self.rest.admission.add(plugin)
 
@@ -104,7 +105,7 @@ class EmbeddedAPIServer:
         handler = APIHandler(
             self.rest, self.hub, self.faults, lambda: self.log_provider, lambda: f"{self._host}:{self._port}"
         )
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[fieldvalidation.middleware])
         OpenAPIHandlers(self.openapi).register(app)
         app.router.add_route("*", "/{tail:.*}", handler.handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)

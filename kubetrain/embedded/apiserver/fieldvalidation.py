@@ -1,0 +1,344 @@
+"""Server-side field validation: the ``fieldValidation`` query parameter of create, update and patch.
+
+kube-apiserver decodes a request body strictly unless told ``Ignore``: an unknown field (one the
+kind's schema does not have; for custom resources, one pruning would drop) or a duplicate field
+fails the request under ``Strict`` and becomes a ``Warning: 299 - "unknown field \"spec.x\""``
+header under ``Warn``, the default when the parameter is absent (Kubernetes 1.27+). The texts are
+apimachinery's: ``strict decoding error: unknown field "spec.x", duplicate field "spec.y"``, inside
+``<Kind> in version "<v>" cannot be handled as a <Kind>: ...`` (400 BadRequest) for create and
+update, and inside a 422 on the field ``patch`` for patches (``handlers/patch.go``).
+
+The checks run only for requests (the middleware sets the directive for the request's task), never
+for the server's own controllers' writes. Server-side apply is left alone: kube-apiserver checks it
+against the schema in structured-merge-diff, with different errors.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from . import admission, errors
+from .errors import APIError, FieldError
+from .jsonutil import dumps
+from .openapi import OBJECT_META, V3_PREFIX, builtin_data, gv_key
+from .resources import ResourceType
+
+IGNORE, WARN, STRICT = "Ignore", "Warn", "Strict"
+_ALLOWED = ("", IGNORE, STRICT, WARN)  # sets.List order, as the NotSupported error lists them
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+APPLY_PATCH = "application/apply-patch+yaml"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+_ENVELOPE = ("apiVersion", "kind", "metadata")
+
+
+@dataclass
+class RequestState:
+    directive: str
+    duplicates: list[str] = field(default_factory=list)
+
+
+_state: contextvars.ContextVar[RequestState | None] = contextvars.ContextVar(
+    "kubetrain_field_validation", default=None
+)
+
+
+# --- the request side ----------------------------------------------------------------------
+
+
+class _Dups(dict[str, Any]):
+    """A JSON object that had repeated keys (the last value wins, as in Go)."""
+
+    repeated: list[str]
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    repeated: list[str] = []
+    for k, v in pairs:
+        if k in out and k not in repeated:
+            repeated.append(k)
+        out[k] = v
+    if not repeated:
+        return out
+    dups = _Dups(out)
+    dups.repeated = repeated
+    return dups
+
+
+def _dup_paths(node: Any, path: str, out: list[str]) -> None:
+    if isinstance(node, dict):
+        for k in getattr(node, "repeated", ()):
+            out.append(_join(path, k))
+        for k, v in node.items():
+            _dup_paths(v, _join(path, k), out)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _dup_paths(v, f"{path}[{i}]", out)
+
+
+def duplicate_fields(raw: bytes) -> list[str]:
+    """Paths of repeated keys in a JSON body (sigs.k8s.io/json's DisallowDuplicateFields)."""
+    if b'"' not in raw:
+        return []
+    try:
+        parsed = json.loads(raw, object_pairs_hook=_pairs)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return []  # the handler reports the malformed body
+    out: list[str] = []
+    _dup_paths(parsed, "", out)
+    return out
+
+
+def _bad_directive(method: str, value: str) -> web.Response:
+    err = errors.invalid(
+        "meta.k8s.io",
+        _OPTIONS_KIND[method],
+        "",
+        [
+            FieldError(
+                "FieldValueNotSupported",
+                "fieldValidation",
+                value,
+                "supported values: " + ", ".join(f'"{v}"' for v in _ALLOWED),
+            )
+        ],
+    )
+    return web.Response(body=dumps(err.status()), status=err.code, content_type="application/json")
+
+
+@web.middleware
+async def middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Read the directive (and the body's duplicate fields) of a write to a resource."""
+    if request.method not in _OPTIONS_KIND or not request.path.startswith(("/api/", "/apis/")):
+        return await handler(request)
+    value = request.query.get("fieldValidation", "")
+    if value not in _ALLOWED:
+        return _bad_directive(request.method, value)
+    directive = value or WARN
+    if request.content_type == APPLY_PATCH:
+        return await handler(request)
+    state = RequestState(directive)
+    if directive != IGNORE and "yaml" not in request.content_type:
+        prefix = "json patch " if request.content_type == JSON_PATCH else ""
+        dups = duplicate_fields(await request.read())
+        state.duplicates = [f'{prefix}duplicate field "{p}"' for p in dups]
+    token = _state.set(state)
+    try:
+        return await handler(request)
+    finally:
+        _state.reset(token)
+
+
+# --- unknown fields ------------------------------------------------------------------------
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+@functools.cache
+def _gv_schemas(key: str) -> dict[str, Any]:
+    data = builtin_data()
+    gv = data["groupVersions"].get(key)
+    if gv is None:
+        return {}
+    return {n: gv["overrides"].get(n) or data["schemas"][n] for n in gv["schemas"]}
+
+
+@functools.cache
+def _kind_schema(group: str, version: str, kind: str) -> str | None:
+    want = {"group": group, "version": version, "kind": kind}
+    for name, schema in _gv_schemas(gv_key(group, version)).items():
+        if want in (schema.get("x-kubernetes-group-version-kind") or ()):
+            return name
+    return None
+
+
+def _resolve(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    while isinstance(schema, dict):
+        ref = schema.get("$ref")
+        all_of = schema.get("allOf")
+        if isinstance(ref, str):
+            schema = defs.get(ref.removeprefix(V3_PREFIX))
+        elif isinstance(all_of, list) and len(all_of) == 1:
+            schema = all_of[0]
+        else:
+            return schema
+    return {}
+
+
+def _typed_unknown(
+    value: Any, schema: Any, defs: dict[str, Any], path: str, out: list[str], drop: bool = False
+) -> None:
+    """Fields a Go struct decoder would not know (and drops, with ``drop``): the schema's
+    properties are the struct's fields."""
+    s = _resolve(schema, defs)
+    if isinstance(value, dict):
+        props = s.get("properties")
+        addl = s.get("additionalProperties")
+        if (props is None and addl is None) or s.get("x-kubernetes-preserve-unknown-fields"):
+            return  # RawExtension, FieldsV1, JSON: opaque
+        for k, v in list(value.items()):
+            sub = props.get(k) if props else None
+            if sub is not None:
+                _typed_unknown(v, sub, defs, _join(path, k), out, drop)
+            elif isinstance(addl, dict):
+                _typed_unknown(v, addl, defs, _join(path, k), out, drop)
+            elif addl is not True:
+                out.append(_join(path, k))
+                if drop:
+                    del value[k]
+    elif isinstance(value, list):
+        items = s.get("items")
+        if items is not None:
+            for i, v in enumerate(value):
+                _typed_unknown(v, items, defs, f"{path}[{i}]", out, drop)
+
+
+def _meta_unknown(meta: Any, path: str, out: list[str]) -> None:
+    defs = builtin_data()["crd"]["schemas"]
+    _typed_unknown(meta, defs[OBJECT_META], defs, path, out)
+
+
+def _prune_unknown(value: Any, schema: Any, path: str, out: list[str], embedded: list[str]) -> None:
+    """apiextensions' pruning with TrackUnknownFieldPaths (pruning/algorithm.go)."""
+    if not isinstance(schema, dict):
+        if isinstance(value, dict):
+            out.extend(_join(path, k) for k in value)
+        return
+    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    is_embedded = bool(schema.get("x-kubernetes-embedded-resource")) or not path
+    if isinstance(value, dict):
+        if is_embedded and path:
+            embedded.append(path)
+        props = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for k, v in value.items():
+            if is_embedded and k in _ENVELOPE:
+                continue
+            if k in props:
+                _prune_unknown(v, props[k], _join(path, k), out, embedded)
+            elif isinstance(addl, dict):
+                _prune_unknown(v, addl, _join(path, k), out, embedded)
+            elif not (preserve or addl is True):
+                out.append(_join(path, k))
+    elif isinstance(value, list):
+        items = schema.get("items")
+        for i, v in enumerate(value):
+            _prune_unknown(v, items, f"{path}[{i}]", out, embedded)
+
+
+def _get(obj: Any, path: str) -> Any:
+    """The value at a pruning path (``a.b[0].c``), for embedded resources' metadata."""
+    cur = obj
+    for part in path.replace("[", ".[").split("."):
+        if part.startswith("["):
+            idx = int(part[1:-1])
+            cur = cur[idx] if isinstance(cur, list) and idx < len(cur) else None
+        else:
+            cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def unknown_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+    """Paths of the fields of ``obj`` that decoding ``rt`` drops, in kube-apiserver's order.
+
+    A built-in kind's unknown fields are removed here (decoding into its Go struct loses them);
+    a custom resource's are removed later by pruning."""
+    out: list[str] = []
+    if rt.custom is None:
+        name = _kind_schema(rt.group, rt.version, rt.kind)
+        if name is not None:
+            defs = _gv_schemas(gv_key(rt.group, rt.version))
+            _typed_unknown(obj, defs[name], defs, "", out, drop=True)
+        return out
+    _meta_unknown(obj.get("metadata"), "metadata", out)
+    if not rt.custom.schema:
+        return out
+    pruned: list[str] = []
+    embedded: list[str] = []
+    _prune_unknown(obj, rt.custom.schema, "", pruned, embedded)
+    out.extend(sorted(pruned))
+    for path in embedded:
+        _meta_unknown((_get(obj, path) or {}).get("metadata"), path + ".metadata", out)
+    return out
+
+
+# --- the checks rest.py calls ----------------------------------------------------------------
+
+
+def _strict_text(problems: list[str]) -> str:
+    return "strict decoding error: " + ", ".join(problems)
+
+
+def _problems(state: RequestState, rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+    found = list(state.duplicates)
+    found.extend(f'unknown field "{p}"' for p in unknown_fields(rt, obj))
+    return found
+
+
+def _warn(problems: list[str]) -> None:
+    for text in problems:
+        admission.add_warning(text)
+
+
+def check_object(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Create and update: a 400 under Strict, warnings under Warn."""
+    state = _state.get()
+    if state is None:
+        return
+    problems = _problems(state, rt, obj)
+    if not problems or state.directive == IGNORE:
+        return
+    if state.directive == WARN:
+        _warn(problems)
+        return
+    raise errors.bad_request(
+        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {_strict_text(problems)}'
+    )
+
+
+def check_patched(rt: ResourceType, patched: dict[str, Any], patch: Any, content_type: str) -> None:
+    """Patch: the patched object is decoded strictly; a 422 on ``patch`` under Strict."""
+    state = _state.get()
+    if state is None:
+        return
+    strategic = content_type == STRATEGIC_PATCH and rt.custom is None
+    before = dumps(patched).decode() if state.directive == STRICT and not strategic else ""
+    problems = _problems(state, rt, patched)
+    if not problems or state.directive == IGNORE:
+        return
+    if state.directive == WARN:
+        _warn(problems)
+        return
+    shown = go_format(patch) if strategic else before
+    err = FieldError("FieldValueInvalid", "patch", shown, _strict_text(problems))
+    raise APIError(
+        422,
+        "Invalid",
+        f' "" is invalid: {err}',
+        {"causes": [{"reason": err.type, "message": err.body(), "field": err.field}]},
+    )
+
+
+def go_format(value: Any) -> str:
+    """Go's ``%+v`` of a decoded JSON value (how patch.go shows a strategic merge patch)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
