@@ -108,9 +108,8 @@ async def _kubectl(kubeconfig: Path, *args: str, stdin: str = "") -> subprocess.
 
 
 async def test_kubectl_apply_shows_the_webhook_denial(kubeconfig: Path, crds: None) -> None:
-    # --validate=false: the embedded server publishes no OpenAPI document for client-side checks.
     manifest = yaml.safe_dump(invalid_job())
-    result = await _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifest)
+    result = await _kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
 
     assert result.returncode == 1
     assert "Error from server (Forbidden)" in result.stderr
@@ -120,7 +119,7 @@ async def test_kubectl_apply_shows_the_webhook_denial(kubeconfig: Path, crds: No
 async def test_kubectl_prints_admission_warnings(kubeconfig: Path, crds: None) -> None:
     mxjob = job("MXJob", "old-kind", "default")
 
-    result = await _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=yaml.safe_dump(mxjob))
+    result = await _kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(mxjob))
 
     assert result.returncode == 0, result.stderr
     assert "Warning: kubeflow.org/v1 MXJob is deprecated" in result.stderr
