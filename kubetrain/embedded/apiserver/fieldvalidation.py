@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,7 @@ from aiohttp import web
 
 from . import admission, errors
 from .errors import APIError, FieldError
-from .jsonutil import dumps
+from .jsonutil import dumps, loads
 from .openapi import OBJECT_META, V3_PREFIX, builtin_data, gv_key
 from .resources import ResourceType
 
@@ -84,11 +85,28 @@ def _dup_paths(node: Any, path: str, out: list[str]) -> None:
             _dup_paths(v, f"{path}[{i}]", out)
 
 
+_KEY_END = re.compile(rb'"\s*:')
+
+
+def _count_keys(node: Any) -> int:
+    if isinstance(node, dict):
+        return len(node) + sum(_count_keys(v) for v in node.values() if isinstance(v, dict | list))
+    if isinstance(node, list):
+        return sum(_count_keys(v) for v in node if isinstance(v, dict | list))
+    return 0
+
+
 def duplicate_fields(raw: bytes) -> list[str]:
-    """Paths of repeated keys in a JSON body (sigs.k8s.io/json's DisallowDuplicateFields)."""
+    """Paths of repeated keys in a JSON body (sigs.k8s.io/json's DisallowDuplicateFields).
+
+    Fast path: every key of the text ends in ``":``, so when that count equals the keys orjson
+    kept (it keeps the last of repeated keys), there is no repeated key. Only otherwise (a
+    repeated key, or ``\\":`` inside a string) is the body parsed again, slowly, to find them."""
     if b'"' not in raw:
         return []
     try:
+        if len(_KEY_END.findall(raw)) == _count_keys(loads(raw)):
+            return []
         parsed = json.loads(raw, object_pairs_hook=_pairs)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return []  # the handler reports the malformed body
@@ -177,37 +195,79 @@ def _resolve(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _typed_unknown(
-    value: Any, schema: Any, defs: dict[str, Any], path: str, out: list[str], drop: bool = False
-) -> None:
-    """Fields a Go struct decoder would not know (and drops, with ``drop``): the schema's
-    properties are the struct's fields."""
+class _Node:
+    """A schema compiled for the unknown-field walk: what a Go struct (or map, or slice) accepts."""
+
+    __slots__ = ("addl", "any_key", "items", "opaque", "props")
+
+    def __init__(self) -> None:
+        self.props: dict[str, _Node] = {}
+        self.addl: _Node | None = None
+        self.items: _Node | None = None
+        self.any_key = False  # additionalProperties: true
+        self.opaque = True  # no properties: RawExtension, FieldsV1, JSON, scalars
+
+
+def _compile(schema: Any, defs: dict[str, Any], memo: dict[int, _Node]) -> _Node:
     s = _resolve(schema, defs)
+    key = id(s)
+    if key in memo:
+        return memo[key]
+    node = memo[key] = _Node()
+    props, addl, items = s.get("properties"), s.get("additionalProperties"), s.get("items")
+    if isinstance(items, dict):
+        node.items = _compile(items, defs, memo)
+    if (props is None and addl is None) or s.get("x-kubernetes-preserve-unknown-fields"):
+        return node
+    node.opaque = False
+    node.props = {k: _compile(v, defs, memo) for k, v in (props or {}).items()}
+    if isinstance(addl, dict):
+        node.addl = _compile(addl, defs, memo)
+    node.any_key = addl is True
+    return node
+
+
+def _typed_unknown(value: Any, node: _Node, path: list[str], out: list[str], drop: bool = False) -> None:
+    """Fields a Go struct decoder would not know (and drops, with ``drop``); ``path`` is a stack."""
     if isinstance(value, dict):
-        props = s.get("properties")
-        addl = s.get("additionalProperties")
-        if (props is None and addl is None) or s.get("x-kubernetes-preserve-unknown-fields"):
-            return  # RawExtension, FieldsV1, JSON: opaque
+        if node.opaque:
+            return
         for k, v in list(value.items()):
-            sub = props.get(k) if props else None
+            sub = node.props.get(k) or node.addl
             if sub is not None:
-                _typed_unknown(v, sub, defs, _join(path, k), out, drop)
-            elif isinstance(addl, dict):
-                _typed_unknown(v, addl, defs, _join(path, k), out, drop)
-            elif addl is not True:
-                out.append(_join(path, k))
+                if isinstance(v, dict | list):
+                    path.append(k)
+                    _typed_unknown(v, sub, path, out, drop)
+                    path.pop()
+            elif not node.any_key:
+                out.append(".".join([*path, k]).replace(".[", "["))
                 if drop:
                     del value[k]
-    elif isinstance(value, list):
-        items = s.get("items")
-        if items is not None:
-            for i, v in enumerate(value):
-                _typed_unknown(v, items, defs, f"{path}[{i}]", out, drop)
+    elif isinstance(value, list) and node.items is not None:
+        for i, v in enumerate(value):
+            if isinstance(v, dict | list):
+                path.append(f"[{i}]")
+                _typed_unknown(v, node.items, path, out, drop)
+                path.pop()
+
+
+@functools.cache
+def _kind_node(group: str, version: str, kind: str) -> _Node | None:
+    name = _kind_schema(group, version, kind)
+    if name is None:
+        return None
+    defs = _gv_schemas(gv_key(group, version))
+    return _compile(defs[name], defs, {})
+
+
+@functools.cache
+def _object_meta_node() -> _Node:
+    defs = builtin_data()["crd"]["schemas"]
+    return _compile(defs[OBJECT_META], defs, {})
 
 
 def _meta_unknown(meta: Any, path: str, out: list[str]) -> None:
-    defs = builtin_data()["crd"]["schemas"]
-    _typed_unknown(meta, defs[OBJECT_META], defs, path, out)
+    _typed_unknown(meta, _object_meta_node(), [path], out)
 
 
 def _prune_unknown(value: Any, schema: Any, path: str, out: list[str], embedded: list[str]) -> None:
@@ -257,10 +317,9 @@ def unknown_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
     a custom resource's are removed later by pruning."""
     out: list[str] = []
     if rt.custom is None:
-        name = _kind_schema(rt.group, rt.version, rt.kind)
-        if name is not None:
-            defs = _gv_schemas(gv_key(rt.group, rt.version))
-            _typed_unknown(obj, defs[name], defs, "", out, drop=True)
+        node = _kind_node(rt.group, rt.version, rt.kind)
+        if node is not None:
+            _typed_unknown(obj, node, [], out, drop=True)
         return out
     _meta_unknown(obj.get("metadata"), "metadata", out)
     if not rt.custom.schema:
