@@ -221,6 +221,8 @@ class CRDController:
         if not is_established(crd):
             return
         served, storage = types_for(crd)
+        if self._catalog.storage_type(key) is None:
+            self._store.open_window(key)  # a new kind's watch cache starts now
         self._catalog.replace_custom(key, served, storage)
         self._catalog.set_terminating(key, bool(crd["metadata"].get("deletionTimestamp")))
         if (

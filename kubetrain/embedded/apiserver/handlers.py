@@ -21,6 +21,7 @@ from . import admission, discovery, errors
 from .errors import APIError
 from .faults import FaultInjector
 from .jsonutil import dumps, loads
+from .listopts import list_version, parse_resource_version, too_large
 from .logs import LogOptions, LogProvider, LogUnavailable
 from .resources import ResourceType
 from .rest import APPLY_PATCH, DeleteOptions, ObjectStorage
@@ -270,15 +271,7 @@ class APIHandler:
             raise errors.bad_request(str(exc)) from None
         bad = fields.unsupported(rt.selectable_fields, bool(rt.field_selectors) and rt.custom is None)
         if bad:
-            gvr = (
-                f"{rt.api_version}, Resource={rt.plural}"
-                if rt.group
-                else f"/{rt.version}, Resource={rt.plural}"
-            )
-            raise errors.bad_request(
-                f'Unable to find "{gvr}" that match label selector "{ls_text}", field '
-                f'selector "{fs_text}": {bad}'
-            )
+            raise errors.bad_request(bad)
         if name is not None:
             fields = FieldSelector([*fields.terms, ("metadata.name", True, name)])
         return labels, fields
@@ -286,6 +279,11 @@ class APIHandler:
     async def _list(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
         rt = req.rt
         labels, fields = self._selectors(request, rt)
+        version = list_version(
+            request.query.get("resourceVersion", ""), request.query.get("resourceVersionMatch", "")
+        )
+        if version.rv is not None and version.rv > self.rest.store.resource_version:
+            await self._wait_for_rv(version.rv)
         result = self.rest.list_objects(
             rt,
             req.namespace if rt.namespaced else None,
@@ -293,6 +291,7 @@ class APIHandler:
             fields,
             limit=_int(request.query, "limit") or 0,
             continue_token=request.query.get("continue", ""),
+            exact_rv=version.rv if version.exact else None,
         )
         if wants_table(request):
             return _json(to_table(rt, result.items, result.resource_version, request))
@@ -328,16 +327,16 @@ class APIHandler:
         send_initial = q.get("sendInitialEvents")
         replay = None
         if rv_text not in ("", "0") and not _flag(send_initial):
-            try:
-                since = int(rv_text)
-            except ValueError:
-                raise errors.bad_request(f'invalid resource version "{rv_text}"') from None
-            await self._wait_for_rv(since)
-            try:
-                replay = self.rest.store.events_since(since, rt.key)
-            except TooOld as exc:
-                watcher.fail(errors.expired(str(exc)))
+            since = parse_resource_version(rv_text, watch=True)
+            if since > self.rest.store.resource_version:
+                watcher.min_rv = since  # like the watch cache: nothing until the store gets there
                 replay = []
+            else:
+                try:
+                    replay = self.rest.store.events_since(since, rt.key)
+                except TooOld as exc:
+                    watcher.fail(errors.expired(str(exc)))
+                    replay = []
         else:
             objs = self.rest.list_objects(rt, ns, labels, fields).items
             initial = [dumps({"type": "ADDED", "object": o}) + b"\n" for o in objs]
@@ -354,22 +353,11 @@ class APIHandler:
             self.hub.unregister(rt.key, watcher)
 
     async def _wait_for_rv(self, rv: int, timeout: float = 3.0) -> None:
-        """A watch from a future resourceVersion waits for it, then fails like the watch cache does."""
+        """A list at a future resourceVersion waits for it, then fails like the watch cache does."""
         deadline = time.monotonic() + timeout
         while self.rest.store.resource_version < rv:
             if time.monotonic() > deadline:
-                current = self.rest.store.resource_version
-                raise APIError(
-                    504,
-                    "Timeout",
-                    f"Timeout: Too large resource version: {rv}, current: {current}",
-                    {
-                        "causes": [
-                            {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-                        ],
-                        "retryAfterSeconds": 1,
-                    },
-                )
+                raise too_large(rv, self.rest.store.resource_version)
             await asyncio.sleep(0.02)
 
     async def _stream(

@@ -57,6 +57,12 @@ class ResourceType:
     singular: str = ""
     list_kind: str = ""
     custom: CustomInfo | None = None
+    generation: bool = False  # whether the kind's strategy keeps metadata.generation
+
+    @property
+    def tracks_generation(self) -> bool:
+        """kube-apiserver sets metadata.generation only for kinds with a spec its strategy tracks."""
+        return self.generation or self.custom is not None
 
     @property
     def api_version(self) -> str:
@@ -162,6 +168,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         categories=("all",),
         field_selectors=_POD_FIELDS,
         return_deleted_object=True,
+        generation=True,
     ),
     _b(
         "",
@@ -192,6 +199,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         ("status", "scale"),
         categories=("all",),
         scale=_REPLICAS,
+        generation=True,
     ),
     _b(
         "apps",
@@ -203,6 +211,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         ("status", "scale"),
         categories=("all",),
         scale=_REPLICAS,
+        generation=True,
     ),
     _b(
         "apps",
@@ -214,9 +223,20 @@ BUILTINS: tuple[ResourceType, ...] = (
         ("status", "scale"),
         categories=("all",),
         scale=_REPLICAS,
+        generation=True,
         field_selectors=("status.replicas",),
     ),
-    _b("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), categories=("all",)),
+    _b(
+        "apps",
+        "v1",
+        "DaemonSet",
+        "daemonsets",
+        True,
+        ("ds",),
+        ("status",),
+        categories=("all",),
+        generation=True,
+    ),
     # batch/v1 Jobs orphan their pods by default when deleted through the REST API.
     _b(
         "batch",
@@ -229,8 +249,11 @@ BUILTINS: tuple[ResourceType, ...] = (
         categories=("all",),
         field_selectors=("status.successful",),
         default_propagation="Orphan",
+        generation=True,
     ),
-    _b("batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",), categories=("all",)),
+    _b(
+        "batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",), categories=("all",), generation=True
+    ),
     _b("coordination.k8s.io", "v1", "Lease", "leases", True),
     _b("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
@@ -245,8 +268,18 @@ BUILTINS: tuple[ResourceType, ...] = (
         ("hpa",),
         ("status",),
         categories=("all",),
+        generation=True,
     ),
-    _b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)),
+    _b(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        True,
+        ("pdb",),
+        ("status",),
+        generation=True,
+    ),
     _b("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
     _b(
         "admissionregistration.k8s.io",
@@ -254,6 +287,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         "ValidatingWebhookConfiguration",
         "validatingwebhookconfigurations",
         False,
+        generation=True,
     ),
     _b(
         "admissionregistration.k8s.io",
@@ -261,6 +295,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         "MutatingWebhookConfiguration",
         "mutatingwebhookconfigurations",
         False,
+        generation=True,
     ),
     _b(
         "apiextensions.k8s.io",
@@ -271,6 +306,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         ("crd", "crds"),
         ("status",),
         categories=("api-extensions",),
+        generation=True,
     ),
     _b("events.k8s.io", "v1", "Event", "events", True, ("ev",), field_selectors=_EVENTS_V1_FIELDS),
 )

@@ -27,7 +27,7 @@ from .patching import PatchError, field_set, json_patch, merge_patch, strategic_
 from .resources import CRD_KEY, NAMESPACE_KEY, ResourceCatalog, ResourceType
 from .schema import apply_defaults, prune, validate, validate_transitions
 from .selection import FieldSelector, LabelSelector, format_label_selector
-from .store import Store, meta_of
+from .store import Store, TooOld, meta_of
 
 PodDeletion = Literal["auto", "graceful", "immediate"]
 Converter = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -227,7 +227,8 @@ class ObjectStorage:
             self._check_namespace(rt, ns, name or meta.get("generateName", ""))
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now()
-        meta["generation"] = 1
+        if rt.tracks_generation:
+            meta["generation"] = 1
         if rt.has_status and rt.kind != "Node":
             obj.pop("status", None)
         if rt.kind == "Pod" and rt.group == "":
@@ -349,7 +350,7 @@ class ObjectStorage:
             if rt.key == CRD_KEY:
                 new["status"] = crd_status(new, old, self.catalog)
             skip = ("metadata", "status") if rt.has_status else ("metadata",)
-            if _without(new, skip) != _without(old_view, skip):
+            if rt.tracks_generation and _without(new, skip) != _without(old_view, skip):
                 meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if admit:
             self.admission.admit(rt, UPDATE, new, old_view, subresource, dry_run)
@@ -390,8 +391,11 @@ class ObjectStorage:
             and not meta.get("deletionGracePeriodSeconds")
             and rt.key != NAMESPACE_KEY
         ):
-            ev = self.store.remove(rt.key, meta.get("namespace", ""), meta["name"], final=new)
-            return ev.obj if ev else new
+            # Deleted during the update: the stored state (finalizers included) is what watchers see.
+            ev = self.store.remove(rt.key, meta.get("namespace", ""), meta["name"])
+            if ev is not None:
+                new["metadata"]["resourceVersion"] = ev.obj["metadata"]["resourceVersion"]
+            return new
         self.store.put(rt.key, new)
         return new
 
@@ -533,21 +537,22 @@ class ObjectStorage:
         old = self._require(rt, ns, name)
         meta = old["metadata"]
         pre = opts.preconditions or {}
+        # BeforeDelete names the kind, not the resource, in these two conflicts.
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
             raise errors.conflict(
                 rt.group,
-                rt.plural,
+                rt.kind,
                 name,
-                f"Precondition failed: UID in precondition: "
-                f"{pre['uid']}, UID in object meta: {meta.get('uid')}",
+                f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
+                f"({meta.get('uid')}). The object might have been deleted and then recreated",
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
             raise errors.conflict(
                 rt.group,
-                rt.plural,
+                rt.kind,
                 name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+                f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not match the "
+                f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
             )
         policy = opts.propagation_policy
         if policy is None and opts.orphan_dependents is not None:
@@ -649,19 +654,31 @@ class ObjectStorage:
         fields: FieldSelector,
         limit: int = 0,
         continue_token: str = "",
+        exact_rv: int | None = None,
     ) -> ListResult:
-        """Sorted by namespace/name like etcd keys; ``continue`` resumes after the last key returned."""
+        """Sorted by namespace/name like etcd keys; ``continue`` resumes after the last key returned.
+
+        Every page of a paginated list is read at the first page's resourceVersion, as etcd does,
+        and so is a list with resourceVersionMatch=Exact.
+        """
         start = ""
-        if continue_token:
-            start, token_rv = self._decode_continue(continue_token)
-            if token_rv < self.store.compacted_rv:
-                raise errors.expired(
-                    "The provided continue parameter is too old to display a consistent list "
-                    "result. You can start a new list without the continue parameter."
-                )
         rv = self.store.resource_version
+        at: int | None = exact_rv
+        too_old = "The resourceVersion for the provided list is too old."
+        if continue_token:
+            start, at = self._decode_continue(continue_token)
+            too_old = (
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter."
+            )
         pinned = fields.name_equals()
-        if pinned is not None and ns is not None:
+        if at is not None and at < rv:
+            try:
+                source = self.store.state_at(at, rt.key, ns)
+            except TooOld:
+                raise errors.expired(too_old) from None
+            rv = at
+        elif pinned is not None and ns is not None:
             one = self.store.get(rt.key, ns, pinned)
             source = [one] if one is not None else []
         else:

@@ -93,8 +93,7 @@ class LabelSelector:
             m = _SET.match(term)
             if m:
                 values = tuple(_check_value(v.strip()) for v in m.group(3).split(",") if v.strip() != "")
-                if not values:
-                    raise SelectorError(f"for 'in', 'notin' operators, values set can't be empty: \"{text}\"")
+                # kube-apiserver accepts an empty set: `in ()` matches nothing, `notin ()` everything.
                 reqs.append(Requirement(_check_key(m.group(1)), m.group(2), values))
             elif term.startswith("!") and "=" not in term:
                 reqs.append(Requirement(_check_key(term[1:].strip()), "!"))

@@ -67,6 +67,10 @@ class Store:
         self._history: deque[Event] = deque()
         self._history_size = history_size
         self._compacted = 0  # events with rv <= this are gone
+        # Where each resource's watch window starts, as a watch cache starts at its initial list:
+        # a watch from an older resourceVersion is Expired even if the history still has it.
+        self._window_default = 0
+        self._windows: dict[str, int] = {}
         self._listeners: list[Callable[[Event], None]] = []
         self._uids: dict[str, ObjKey] = {}
         self._dependents: dict[str, set[ObjKey]] = {}
@@ -116,8 +120,9 @@ class Store:
 
     def events_since(self, rv: int, key: str) -> list[Event]:
         """Every retained event of ``key`` after ``rv``; TooOld if some were compacted away."""
-        if rv < self._compacted:
-            raise TooOld(rv, self._compacted)
+        oldest = max(self._compacted, self._windows.get(key, self._window_default))
+        if rv < oldest:
+            raise TooOld(rv, oldest)
         out: list[Event] = []
         for ev in reversed(self._history):
             if ev.rv <= rv:
@@ -126,6 +131,33 @@ class Store:
                 out.append(ev)
         out.reverse()
         return out
+
+    def state_at(self, rv: int, key: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The objects of ``key`` as they were at ``rv`` (etcd's MVCC read); TooOld once compacted."""
+        if rv < self._compacted:
+            raise TooOld(rv, self._compacted)
+        objs = {(meta_of(o).get("namespace", ""), meta_of(o)["name"]): o for o in self.iter(key, namespace)}
+        for ev in reversed(self._history):
+            if ev.rv <= rv:
+                break
+            if ev.key != key:
+                continue
+            meta = meta_of(ev.obj)
+            okey = (meta.get("namespace", ""), meta["name"])
+            if namespace is not None and okey[0] != namespace:
+                continue
+            if ev.type == "ADDED":
+                objs.pop(okey, None)
+            elif ev.old is not None:
+                objs[okey] = ev.old
+        return list(objs.values())
+
+    def open_window(self, key: str | None = None) -> None:
+        """Start the watch window of ``key`` (or of every resource without its own) here."""
+        if key is None:
+            self._window_default = self._rv
+        else:
+            self._windows[key] = self._rv
 
     def compact(self) -> int:
         """Forget all history up to now, like an etcd compaction followed by a cache reset."""

@@ -46,6 +46,7 @@ class Watcher:
         self.error: APIError | None = None
         self.closed = False
         self.last_rv = 0
+        self.min_rv = 0  # a watch from a future resourceVersion sees only events after it
 
     def matches(self, obj: dict[str, Any] | None) -> bool:
         if obj is None:
@@ -64,7 +65,7 @@ class Watcher:
 
     def offer(self, ev: Event) -> None:
         """Translate a store event into what this watcher sees (selector transitions included)."""
-        if self.closed:
+        if self.closed or ev.rv <= self.min_rv:
             return
         if ev.type == "MODIFIED":
             now_in, was_in = self.matches(ev.obj), self.matches(ev.old)

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+
+Cleanup = Callable[[str], None]
+"""``cleanup(PATH)``: DELETE PATH after the test (cluster-scoped objects)."""
+Unique = Callable[..., str]
+"""``unique("n")`` -> a cluster-scoped name of this test's own; ``cleanup=PATH`` deletes it after."""
 
 
 class Http:
@@ -64,6 +71,20 @@ class Http:
         return WatchStream(resp)
 
 
+# Objects the controllers of a real cluster create in every namespace (root-ca-cert-publisher):
+# the tests ignore them instead of assuming an empty namespace.
+NOISE = frozenset({"kube-root-ca.crt"})
+
+
+def is_noise(obj: dict[str, Any]) -> bool:
+    return (obj.get("metadata") or {}).get("name") in NOISE
+
+
+def names(items: list[dict[str, Any]]) -> list[str]:
+    """The names of listed objects, without the cluster's own per-namespace objects."""
+    return [o["metadata"]["name"] for o in items if not is_noise(o)]
+
+
 class WatchStream:
     """Reads newline-delimited watch events with a timeout per event."""
 
@@ -84,6 +105,8 @@ class WatchStream:
                 break
             if skip_bookmarks and ev["type"] == "BOOKMARK":
                 continue
+            if is_noise(ev.get("object") or {}):
+                continue
             out.append(ev)
         return out
 
@@ -92,7 +115,7 @@ class WatchStream:
 
 
 async def eventually(
-    check: Callable[[], Awaitable[bool]], timeout: float = 3.0, interval: float = 0.01
+    check: Callable[[], Awaitable[bool]], timeout: float = 20.0, interval: float = 0.02
 ) -> None:
     """Poll ``check`` until it holds; fail with a clear message on timeout."""
     deadline = time.monotonic() + timeout
@@ -122,104 +145,182 @@ def configmap(name: str, data: dict[str, str] | None = None, **meta: Any) -> dic
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}, "data": data or {}}
 
 
-TFJOB_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.kubetrain.io"},
-    "spec": {
-        "group": "example.kubetrain.io",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "widgets",
-            "singular": "widget",
-            "kind": "Widget",
-            "shortNames": ["wd"],
-            "categories": ["all"],
+async def wait_for_service_account(http: Http, namespace: str) -> None:
+    """On a real cluster pods are rejected until the namespace's `default` ServiceAccount exists."""
+
+    async def has_sa() -> bool:
+        s, _, _ = await http.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+        return s == 200
+
+    _, version, _ = await http.get("/version")
+    if "kubetrain" not in str(version.get("gitVersion", "")):
+        await eventually(has_sa, timeout=30)
+
+
+@dataclass(frozen=True)
+class NS:
+    """A test's namespace and the collection paths tests use most."""
+
+    name: str
+
+    def path(self, resource: str, group_version: str = "v1") -> str:
+        prefix = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+        return f"{prefix}/namespaces/{self.name}/{resource}"
+
+    @property
+    def pods(self) -> str:
+        return self.path("pods")
+
+    @property
+    def configmaps(self) -> str:
+        return self.path("configmaps")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+WIDGET_VERSION: dict[str, Any] = {
+    "name": "v1",
+    "served": True,
+    "storage": True,
+    "subresources": {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
         },
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {
-                    "status": {},
-                    "scale": {
-                        "specReplicasPath": ".spec.replicas",
-                        "statusReplicasPath": ".status.replicas",
-                        "labelSelectorPath": ".status.selector",
+    },
+    "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+    "schema": {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["size"],
+                    "properties": {
+                        "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                        "replicas": {"type": "integer", "default": 1},
+                        "mode": {"type": "string", "enum": ["fast", "slow"], "default": "fast"},
+                        "policy": {
+                            "type": "object",
+                            "default": {},
+                            "properties": {"backoff": {"type": "integer", "default": 3}},
+                        },
+                        "port": {"x-kubernetes-int-or-string": True},
+                        "template": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        "embedded": {
+                            "type": "object",
+                            "x-kubernetes-embedded-resource": True,
+                            "properties": {"spec": {"type": "object"}},
+                        },
+                        "immutableName": {
+                            "type": "string",
+                            "x-kubernetes-validations": [
+                                {"rule": "self == oldSelf", "message": "immutableName is immutable"}
+                            ],
+                        },
                     },
                 },
-                "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "required": ["size"],
-                                "properties": {
-                                    "size": {"type": "integer", "minimum": 1, "maximum": 10},
-                                    "replicas": {"type": "integer", "default": 1},
-                                    "mode": {"type": "string", "enum": ["fast", "slow"], "default": "fast"},
-                                    "policy": {
-                                        "type": "object",
-                                        "default": {},
-                                        "properties": {
-                                            "backoff": {"type": "integer", "default": 3},
-                                        },
-                                    },
-                                    "port": {"x-kubernetes-int-or-string": True},
-                                    "template": {
-                                        "type": "object",
-                                        "x-kubernetes-preserve-unknown-fields": True,
-                                    },
-                                    "embedded": {
-                                        "type": "object",
-                                        "x-kubernetes-embedded-resource": True,
-                                        "properties": {"spec": {"type": "object"}},
-                                    },
-                                    "immutableName": {
-                                        "type": "string",
-                                        "x-kubernetes-validations": [
-                                            {
-                                                "rule": "self == oldSelf",
-                                                "message": "immutableName is immutable",
-                                            }
-                                        ],
-                                    },
-                                },
-                            },
-                            "status": {
-                                "type": "object",
-                                "properties": {
-                                    "replicas": {"type": "integer"},
-                                    "selector": {"type": "string"},
-                                    "phase": {"type": "string"},
-                                },
-                            },
-                        },
-                    }
+                "status": {
+                    "type": "object",
+                    "properties": {
+                        "replicas": {"type": "integer"},
+                        "selector": {"type": "string"},
+                        "phase": {"type": "string"},
+                    },
                 },
-            }
-        ],
+            },
+        }
     },
 }
 
-
-async def install_widget_crd(http: Http) -> dict[str, Any]:
-    status, body, _ = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", TFJOB_CRD)
-    assert status == 201, body
-    return body  # type: ignore[no-any-return]
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def widget(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "example.kubetrain.io/v1",
-        "kind": "Widget",
-        "metadata": {"name": name},
-        "spec": {"size": 2, **spec},
-    }
+@dataclass(frozen=True)
+class WidgetKind:
+    """The Widget custom resource in a group of one test's own (CRDs are cluster-scoped)."""
+
+    group: str
+    namespace: str
+    plural: str = "widgets"
+    kind: str = "Widget"
+    scope: str = "Namespaced"
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def qualified(self) -> str:
+        """How kube-apiserver names the kind in messages: ``Widget.<group>``."""
+        return f"{self.kind}.{self.group}"
+
+    def path(self, version: str = "v1", name: str = "") -> str:
+        ns = f"/namespaces/{self.namespace}" if self.scope == "Namespaced" else ""
+        base = f"/apis/{self.group}/{version}{ns}/{self.plural}"
+        return f"{base}/{name}" if name else base
+
+    @property
+    def collection(self) -> str:
+        return self.path()
+
+    def crd(self, versions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": self.crd_name},
+            "spec": {
+                "group": self.group,
+                "scope": self.scope,
+                "names": {
+                    "plural": self.plural,
+                    "singular": self.kind.lower(),
+                    "kind": self.kind,
+                    "shortNames": ["wd"] if self.kind == "Widget" else [],
+                    "categories": ["all"] if self.kind == "Widget" else [],
+                },
+                "versions": versions or [copy.deepcopy(WIDGET_VERSION)],
+            },
+        }
+
+    def obj(self, name: str, version: str = "v1", **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": f"{self.group}/{version}",
+            "kind": self.kind,
+            "metadata": {"name": name},
+            "spec": {"size": 2, **spec},
+        }
 
 
-WIDGETS = "/apis/example.kubetrain.io/v1/namespaces/default/widgets"
-PODS = "/api/v1/namespaces/default/pods"
+async def wait_served(http: Http, kind: WidgetKind, versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
+    """Wait until the CRD is Established and every version answers a list (both are asynchronous)."""
+    crd: dict[str, Any] = {}
+
+    async def ready() -> bool:
+        nonlocal crd
+        _, crd, _ = await http.get(f"{CRDS}/{kind.crd_name}")
+        conds = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or ()}
+        if conds.get("Established") != "True":
+            return False
+        for version in versions:
+            status, _, _ = await http.get(kind.path(version))
+            if status != 200:
+                return False
+        return True
+
+    await eventually(ready, timeout=30, interval=0.05)
+    return crd
+
+
+async def install_widget_crd(
+    http: Http, kind: WidgetKind, crd: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Create the CRD and return it once served: its create response is not Established yet."""
+    body = crd or kind.crd()
+    status, created, _ = await http.post(CRDS, body)
+    assert status == 201, created
+    versions = tuple(v["name"] for v in body["spec"]["versions"] if v.get("served"))
+    return await wait_served(http, kind, versions)

@@ -9,13 +9,24 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from .helpers import TFJOB_CRD, WIDGETS, Http, eventually, install_widget_crd, widget
+from .helpers import (
+    CRDS,
+    NS,
+    WIDGET_VERSION,
+    Cleanup,
+    Http,
+    WidgetKind,
+    eventually,
+    install_widget_crd,
+    wait_served,
+)
 
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
-
-async def test_crd_is_established_with_accepted_names(http: Http) -> None:
-    crd = await install_widget_crd(http)
+async def test_crd_is_established_with_accepted_names(http: Http, widget_kind: WidgetKind) -> None:
+    status, created, _ = await http.post(CRDS, widget_kind.crd())
+    assert status == 201
+    assert created["status"]["acceptedNames"] == {"plural": "", "kind": ""}  # set by a controller later
+    crd = await wait_served(http, widget_kind)
     conds = {c["type"]: c for c in crd["status"]["conditions"]}
     assert conds["NamesAccepted"]["status"] == "True" and conds["NamesAccepted"]["reason"] == "NoConflicts"
     assert (
@@ -27,69 +38,74 @@ async def test_crd_is_established_with_accepted_names(http: Http) -> None:
     assert crd["spec"]["conversion"] == {"strategy": "None"}
 
 
-async def test_crd_via_apiextensions_client(api: client.ApiClient) -> None:
+async def test_crd_via_apiextensions_client(
+    api: client.ApiClient, http: Http, widget_kind: WidgetKind
+) -> None:
     ext = client.ApiextensionsV1Api(api)
-    created = await ext.create_custom_resource_definition(TFJOB_CRD)
-    assert created.metadata.name == "widgets.example.kubetrain.io"
-    got = await ext.read_custom_resource_definition("widgets.example.kubetrain.io")
+    created = await ext.create_custom_resource_definition(widget_kind.crd())
+    assert created.metadata.name == widget_kind.crd_name
+    await wait_served(http, widget_kind)
+    got = await ext.read_custom_resource_definition(widget_kind.crd_name)
     assert any(c.type == "Established" and c.status == "True" for c in got.status.conditions)
 
 
-async def test_invalid_crd_is_rejected(http: Http) -> None:
-    bad = copy.deepcopy(TFJOB_CRD)
-    bad["metadata"]["name"] = "wrong.example.kubetrain.io"
+async def test_invalid_crd_is_rejected(http: Http, widget_kind: WidgetKind) -> None:
+    bad = widget_kind.crd()
+    wrong = f"wrong.{widget_kind.group}"
+    bad["metadata"]["name"] = wrong
     status, body, _ = await http.post(CRDS, bad)
     assert status == 422
     assert body["message"] == (
-        'CustomResourceDefinition.apiextensions.k8s.io "wrong.example.kubetrain.io" is '
-        'invalid: metadata.name: Invalid value: "wrong.example.kubetrain.io": '
+        f'CustomResourceDefinition.apiextensions.k8s.io "{wrong}" is '
+        f'invalid: metadata.name: Invalid value: "{wrong}": '
         'must be spec.names.plural+"."+spec.group'
     )
 
 
-async def test_custom_objects_crud_like_the_training_sdk(http: Http, custom: client.CustomObjectsApi) -> None:
-    await install_widget_crd(http)
-    group, version, plural = "example.kubetrain.io", "v1", "widgets"
-    created = await custom.create_namespaced_custom_object(group, version, "default", plural, widget("w1"))
+async def test_custom_objects_crud_like_the_training_sdk(
+    http: Http, custom: client.CustomObjectsApi, widgets: WidgetKind
+) -> None:
+    group, version, plural = widgets.group, "v1", "widgets"
+    created = await custom.create_namespaced_custom_object(
+        group, version, widgets.namespace, plural, widgets.obj("w1")
+    )
     assert created["metadata"]["uid"] and created["kind"] == "Widget"
-    got = await custom.get_namespaced_custom_object(group, version, "default", plural, "w1")
+    got = await custom.get_namespaced_custom_object(group, version, widgets.namespace, plural, "w1")
     assert got["spec"]["size"] == 2
-    listed = await custom.list_namespaced_custom_object(group, version, "default", plural)
+    listed = await custom.list_namespaced_custom_object(group, version, widgets.namespace, plural)
     assert listed["kind"] == "WidgetList" and [i["metadata"]["name"] for i in listed["items"]] == ["w1"]
     assert listed["items"][0]["kind"] == "Widget"
     got["spec"]["size"] = 5
     patched = await custom.patch_namespaced_custom_object(
-        group, version, "default", plural, "w1", got, _content_type="application/merge-patch+json"
+        group, version, widgets.namespace, plural, "w1", got, _content_type="application/merge-patch+json"
     )
     assert patched["spec"]["size"] == 5
     await custom.patch_namespaced_custom_object_status(
         group,
         version,
-        "default",
+        widgets.namespace,
         plural,
         "w1",
         {"status": {"phase": "Done"}},
         _content_type="application/merge-patch+json",
     )
-    await custom.delete_namespaced_custom_object(group, version, "default", plural, "w1")
+    await custom.delete_namespaced_custom_object(group, version, widgets.namespace, plural, "w1")
     with pytest.raises(ApiException) as err:
-        await custom.get_namespaced_custom_object(group, version, "default", plural, "w1")
+        await custom.get_namespaced_custom_object(group, version, widgets.namespace, plural, "w1")
     assert err.value.status == 404
 
 
-async def test_defaulting_at_every_depth(http: Http) -> None:
-    await install_widget_crd(http)
-    status, body, _ = await http.post(WIDGETS, widget("d"))
+async def test_defaulting_at_every_depth(http: Http, widgets: WidgetKind) -> None:
+    status, body, _ = await http.post(widgets.collection, widgets.obj("d"))
     assert status == 201, body
     assert body["spec"]["replicas"] == 1 and body["spec"]["mode"] == "fast"
     assert body["spec"]["policy"] == {"backoff": 3}
-    _, body, _ = await http.put(f"{WIDGETS}/d", {**body, "spec": {"size": 3, "replicas": None}})
+    _, body, _ = await http.put(f"{widgets.collection}/d", {**body, "spec": {"size": 3, "replicas": None}})
     assert body["spec"]["replicas"] == 1  # null of a non-nullable field is dropped, then defaulted
 
 
-async def test_pruning_respects_preserve_unknown_and_embedded(http: Http) -> None:
-    await install_widget_crd(http)
-    obj = widget(
+async def test_pruning_respects_preserve_unknown_and_embedded(http: Http, widgets: WidgetKind) -> None:
+    obj = widgets.obj(
         "p",
         unknown="drop me",
         template={"anything": {"goes": True}},
@@ -103,7 +119,7 @@ async def test_pruning_respects_preserve_unknown_and_embedded(http: Http) -> Non
     )
     obj["topLevelJunk"] = 1
     obj["metadata"]["notAMetaField"] = "x"
-    status, body, _ = await http.post(WIDGETS, obj)
+    status, body, _ = await http.post(widgets.collection, obj)
     assert status == 201, body
     assert "unknown" not in body["spec"] and "topLevelJunk" not in body
     assert body["spec"]["template"] == {"anything": {"goes": True}}
@@ -116,11 +132,10 @@ async def test_pruning_respects_preserve_unknown_and_embedded(http: Http) -> Non
     assert "notAMetaField" not in body["metadata"]
 
 
-async def test_int_or_string(http: Http) -> None:
-    await install_widget_crd(http)
-    assert (await http.post(WIDGETS, widget("a", port=80)))[0] == 201
-    assert (await http.post(WIDGETS, widget("b", port="http")))[0] == 201
-    status, _, _ = await http.post(WIDGETS, widget("c", port=1.5))
+async def test_int_or_string(http: Http, widgets: WidgetKind) -> None:
+    assert (await http.post(widgets.collection, widgets.obj("a", port=80)))[0] == 201
+    assert (await http.post(widgets.collection, widgets.obj("b", port="http")))[0] == 201
+    status, _, _ = await http.post(widgets.collection, widgets.obj("c", port=1.5))
     assert status == 422
 
 
@@ -151,156 +166,147 @@ async def test_int_or_string(http: Http) -> None:
     ],
 )
 async def test_validation_errors(
-    http: Http, spec: dict[str, Any], message: str, cause: dict[str, str]
+    http: Http, spec: dict[str, Any], message: str, cause: dict[str, str], widgets: WidgetKind
 ) -> None:
-    await install_widget_crd(http)
-    obj = widget("v")
+    obj = widgets.obj("v")
     obj["spec"] = spec
-    status, body, _ = await http.post(WIDGETS, obj)
+    status, body, _ = await http.post(widgets.collection, obj)
     assert status == 422
     assert body["reason"] == "Invalid"
-    assert body["message"] == f'Widget.example.kubetrain.io "v" is invalid: {message}'
-    assert body["details"]["group"] == "example.kubetrain.io" and body["details"]["kind"] == "Widget"
+    assert body["message"] == f'{widgets.qualified} "v" is invalid: {message}'
+    assert body["details"]["group"] == widgets.group and body["details"]["kind"] == "Widget"
     assert {k: body["details"]["causes"][0][k] for k in cause} == cause
 
 
-async def test_multiple_errors_are_aggregated(http: Http) -> None:
-    await install_widget_crd(http)
-    obj = widget("m")
+async def test_multiple_errors_are_aggregated(http: Http, widgets: WidgetKind) -> None:
+    obj = widgets.obj("m")
     obj["spec"] = {"size": 0, "mode": "x"}
-    _, body, _ = await http.post(WIDGETS, obj)
-    assert body["message"].startswith('Widget.example.kubetrain.io "m" is invalid: [spec.size: ')
+    _, body, _ = await http.post(widgets.collection, obj)
+    assert body["message"].startswith(f'{widgets.qualified} "m" is invalid: [spec.size: ')
     assert len(body["details"]["causes"]) == 2
 
 
-async def test_cel_self_equals_old_self(http: Http) -> None:
-    await install_widget_crd(http)
-    await http.post(WIDGETS, widget("c", immutableName="first"))
-    status, body, _ = await http.patch(f"{WIDGETS}/c", {"spec": {"immutableName": "second"}})
+async def test_cel_self_equals_old_self(http: Http, widgets: WidgetKind) -> None:
+    await http.post(widgets.collection, widgets.obj("c", immutableName="first"))
+    status, body, _ = await http.patch(f"{widgets.collection}/c", {"spec": {"immutableName": "second"}})
     assert status == 422
     assert body["message"] == (
-        'Widget.example.kubetrain.io "c" is invalid: spec.immutableName: Invalid value: '
+        f'{widgets.qualified} "c" is invalid: spec.immutableName: Invalid value: '
         '"string": immutableName is immutable'
     )
-    status, _, _ = await http.patch(f"{WIDGETS}/c", {"spec": {"size": 4}})
+    status, _, _ = await http.patch(f"{widgets.collection}/c", {"spec": {"size": 4}})
     assert status == 200
-    await http.post(WIDGETS, widget("late"))  # transition rules only apply when the old value exists
-    status, _, _ = await http.patch(f"{WIDGETS}/late", {"spec": {"immutableName": "set-later"}})
+    await http.post(
+        widgets.collection, widgets.obj("late")
+    )  # transition rules only apply when the old value exists
+    status, _, _ = await http.patch(f"{widgets.collection}/late", {"spec": {"immutableName": "set-later"}})
     assert status == 200
 
 
-async def test_cluster_scoped_custom_resource(http: Http) -> None:
-    crd = copy.deepcopy(TFJOB_CRD)
-    crd["metadata"]["name"] = "gadgets.example.kubetrain.io"
-    crd["spec"]["scope"] = "Cluster"
-    crd["spec"]["names"] = {"plural": "gadgets", "kind": "Gadget"}
-    status, _, _ = await http.post(CRDS, crd)
-    assert status == 201
-    obj = {
-        "apiVersion": "example.kubetrain.io/v1",
-        "kind": "Gadget",
-        "metadata": {"name": "g"},
-        "spec": {"size": 1},
-    }
-    status, body, _ = await http.post("/apis/example.kubetrain.io/v1/gadgets", obj)
+async def test_cluster_scoped_custom_resource(
+    http: Http, ns: NS, widget_kind: WidgetKind, cleanup: Cleanup
+) -> None:
+    gadgets = WidgetKind(widget_kind.group, ns.name, plural="gadgets", kind="Gadget", scope="Cluster")
+    cleanup(f"{CRDS}/{gadgets.crd_name}")
+    await install_widget_crd(http, gadgets)
+    status, body, _ = await http.post(gadgets.collection, gadgets.obj("g", size=1))
     assert status == 201 and "namespace" not in body["metadata"]
-    status, _, _ = await http.get("/apis/example.kubetrain.io/v1/namespaces/default/gadgets")
+    status, _, _ = await http.get(f"/apis/{gadgets.group}/v1/namespaces/{ns}/gadgets")
     assert status == 404
 
 
-async def test_multiple_versions_rewrite_api_version(http: Http) -> None:
-    crd = copy.deepcopy(TFJOB_CRD)
-    v1 = crd["spec"]["versions"][0]
-    v1beta1 = copy.deepcopy(v1)
-    v1beta1["name"] = "v1beta1"
-    v1beta1["storage"] = False
-    crd["spec"]["versions"] = [v1, v1beta1]
-    await http.post(CRDS, crd)
-    obj = widget("mv")
-    obj["apiVersion"] = "example.kubetrain.io/v1beta1"
-    status, body, _ = await http.post("/apis/example.kubetrain.io/v1beta1/namespaces/default/widgets", obj)
-    assert status == 201 and body["apiVersion"] == "example.kubetrain.io/v1"  # stored at the storage version
-    _, got, _ = await http.get("/apis/example.kubetrain.io/v1beta1/namespaces/default/widgets/mv")
-    assert got["apiVersion"] == "example.kubetrain.io/v1beta1"
-    _, got, _ = await http.get(f"{WIDGETS}/mv")
-    assert got["apiVersion"] == "example.kubetrain.io/v1"
-    _, listed, _ = await http.get("/apis/example.kubetrain.io/v1beta1/namespaces/default/widgets")
-    assert listed["apiVersion"] == "example.kubetrain.io/v1beta1"
-    assert listed["items"][0]["apiVersion"] == "example.kubetrain.io/v1beta1"
-    w = await http.watch("/apis/example.kubetrain.io/v1beta1/namespaces/default/widgets", {})
+async def test_multiple_versions_answer_in_the_requested_version(http: Http, widget_kind: WidgetKind) -> None:
+    kind = widget_kind
+    v1 = copy.deepcopy(WIDGET_VERSION)
+    v1beta1 = {**copy.deepcopy(v1), "name": "v1beta1", "storage": False}
+    await install_widget_crd(http, kind, kind.crd([v1, v1beta1]))
+    beta = kind.path("v1beta1")
+    status, body, _ = await http.post(beta, kind.obj("mv", version="v1beta1"))
+    assert status == 201 and body["apiVersion"] == f"{kind.group}/v1beta1"  # the version requested
+    _, got, _ = await http.get(f"{beta}/mv")
+    assert got["apiVersion"] == f"{kind.group}/v1beta1"
+    _, got, _ = await http.get(kind.path("v1", "mv"))
+    assert got["apiVersion"] == f"{kind.group}/v1"
+    _, listed, _ = await http.get(beta)
+    assert listed["apiVersion"] == f"{kind.group}/v1beta1"
+    assert listed["items"][0]["apiVersion"] == f"{kind.group}/v1beta1"
+    status, body, _ = await http.patch(f"{beta}/mv", {"spec": {"size": 4}})
+    assert status == 200 and body["apiVersion"] == f"{kind.group}/v1beta1"
+    w = await http.watch(beta, {})
     try:
         (ev,) = await w.take(1)
-        assert ev["object"]["apiVersion"] == "example.kubetrain.io/v1beta1"
-        await http.patch(f"{WIDGETS}/mv", {"spec": {"size": 3}})
+        assert ev["object"]["apiVersion"] == f"{kind.group}/v1beta1"
+        await http.patch(kind.path("v1", "mv"), {"spec": {"size": 3}})
         (ev,) = await w.take(1)
-        assert ev["type"] == "MODIFIED" and ev["object"]["apiVersion"] == "example.kubetrain.io/v1beta1"
+        assert ev["type"] == "MODIFIED" and ev["object"]["apiVersion"] == f"{kind.group}/v1beta1"
     finally:
         await w.close()
 
 
-async def test_crd_update_adds_default_visible_on_existing_objects(http: Http) -> None:
-    crd = await install_widget_crd(http)
-    await http.post(WIDGETS, widget("old"))
+async def test_crd_update_adds_default_visible_on_existing_objects(http: Http, widgets: WidgetKind) -> None:
+    crd = await wait_served(http, widgets)
+    await http.post(widgets.collection, widgets.obj("old"))
     props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     props["color"] = {"type": "string", "default": "blue"}
-    status, updated, _ = await http.put(f"{CRDS}/widgets.example.kubetrain.io", crd)
+    status, updated, _ = await http.put(f"{CRDS}/{widgets.crd_name}", crd)
     assert status == 200, updated
     assert updated["metadata"]["generation"] == 2
-    _, got, _ = await http.get(f"{WIDGETS}/old")
+    _, got, _ = await http.get(f"{widgets.collection}/old")
     assert got["spec"]["color"] == "blue"
 
 
-async def test_deleting_crd_removes_kind_and_objects(http: Http) -> None:
-    await install_widget_crd(http)
-    await http.post(WIDGETS, widget("a"))
-    await http.post(WIDGETS, widget("b"))
-    status, body, _ = await http.delete(f"{CRDS}/widgets.example.kubetrain.io")
+async def test_deleting_crd_removes_kind_and_objects(http: Http, widgets: WidgetKind) -> None:
+    await http.post(widgets.collection, widgets.obj("a"))
+    await http.post(widgets.collection, widgets.obj("b"))
+    status, body, _ = await http.delete(f"{CRDS}/{widgets.crd_name}")
     assert status == 200
 
     async def gone() -> bool:
-        s, _, _ = await http.get(f"{CRDS}/widgets.example.kubetrain.io")
+        s, _, _ = await http.get(f"{CRDS}/{widgets.crd_name}")
         return s == 404
 
     await eventually(gone)
-    status, body, _ = await http.get(WIDGETS)
+    status, body, _ = await http.get(widgets.collection)
     assert status == 404
-    status, _, _ = await http.get("/apis/example.kubetrain.io/v1")
+    status, _, _ = await http.get(f"/apis/{widgets.group}/v1")
     assert status == 404
-    await install_widget_crd(http)  # reinstalling starts empty
-    _, body, _ = await http.get(WIDGETS)
+    await install_widget_crd(http, widgets)  # reinstalling starts empty
+    _, body, _ = await http.get(widgets.collection)
     assert body["items"] == []
 
 
-async def test_crd_deletion_waits_for_instance_finalizers(http: Http) -> None:
-    await install_widget_crd(http)
-    held = widget("held")
+async def test_crd_deletion_waits_for_instance_finalizers(http: Http, widgets: WidgetKind) -> None:
+    held = widgets.obj("held")
     held["metadata"]["finalizers"] = ["example.com/hold"]
-    await http.post(WIDGETS, held)
-    await http.delete(f"{CRDS}/widgets.example.kubetrain.io")
+    await http.post(widgets.collection, held)
+    await http.delete(f"{CRDS}/{widgets.crd_name}")
 
     async def terminating() -> bool:
-        _, crd, _ = await http.get(f"{CRDS}/widgets.example.kubetrain.io")
+        _, crd, _ = await http.get(f"{CRDS}/{widgets.crd_name}")
         return any(c["type"] == "Terminating" for c in crd["status"]["conditions"])
 
     await eventually(terminating)
-    status, body, _ = await http.post(WIDGETS, widget("new"))
+    status, body, _ = await http.post(widgets.collection, widgets.obj("new"))
     assert status == 405 and body["reason"] == "MethodNotAllowed"
-    await http.patch(f"{WIDGETS}/held", {"metadata": {"finalizers": None}})
+    await http.patch(f"{widgets.collection}/held", {"metadata": {"finalizers": None}})
 
     async def gone() -> bool:
-        s, _, _ = await http.get(f"{CRDS}/widgets.example.kubetrain.io")
+        s, _, _ = await http.get(f"{CRDS}/{widgets.crd_name}")
         return s == 404
 
     await eventually(gone)
 
 
-async def test_kubeflow_style_crd_with_status_and_scale(http: Http, custom: client.CustomObjectsApi) -> None:
+async def test_kubeflow_style_crd_with_status_and_scale(
+    http: Http, custom: client.CustomObjectsApi, ns: NS, widget_kind: WidgetKind, cleanup: Cleanup
+) -> None:
+    group = widget_kind.group  # a group of this test's own: the real kubeflow.org may be installed
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "pytorchjobs.kubeflow.org"},
+        "metadata": {"name": f"pytorchjobs.{group}"},
         "spec": {
-            "group": "kubeflow.org",
+            "group": group,
             "scope": "Namespaced",
             "names": {"kind": "PyTorchJob", "plural": "pytorchjobs", "singular": "pytorchjob"},
             "versions": [
@@ -323,21 +329,20 @@ async def test_kubeflow_style_crd_with_status_and_scale(http: Http, custom: clie
             ],
         },
     }
-    status, _, _ = await http.post(CRDS, crd)
-    assert status == 201
+    cleanup(f"{CRDS}/pytorchjobs.{group}")
+    await install_widget_crd(http, WidgetKind(group, ns.name, plural="pytorchjobs", kind="PyTorchJob"), crd)
     job = {
-        "apiVersion": "kubeflow.org/v1",
+        "apiVersion": f"{group}/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": "pt"},
         "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {}}}},
     }
-    await custom.create_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", job)
-    scale = await custom.get_namespaced_custom_object_scale(
-        "kubeflow.org", "v1", "default", "pytorchjobs", "pt"
-    )
+    await custom.create_namespaced_custom_object(group, "v1", ns.name, "pytorchjobs", job)
+    scale = await custom.get_namespaced_custom_object_scale(group, "v1", ns.name, "pytorchjobs", "pt")
     assert scale["spec"]["replicas"] == 2
 
 
+@pytest.mark.embedded_only("a converter function registered in process instead of a webhook")
 async def test_webhook_conversion_uses_the_registered_converter() -> None:
     from kubetrain.embedded.apiserver import EmbeddedAPIServer
 
@@ -349,7 +354,8 @@ async def test_webhook_conversion_uses_the_registered_converter() -> None:
             spec["size"] = spec.pop("sizeV2", None)
         return {**obj, "apiVersion": api_version, "spec": spec}
 
-    crd = copy.deepcopy(TFJOB_CRD)
+    kind = WidgetKind("example.kubetrain.io", "default")
+    crd = kind.crd()
     v1 = crd["spec"]["versions"][0]
     v2 = {
         "name": "v2",
@@ -366,9 +372,9 @@ async def test_webhook_conversion_uses_the_registered_converter() -> None:
 
         async with aiohttp.ClientSession() as session:
             http = Http(srv.url, session)
-            assert (await http.post(CRDS, crd))[0] == 201
-            assert (await http.post(WIDGETS, widget("w", replicas=1)))[0] == 201
-            status, body, _ = await http.get("/apis/example.kubetrain.io/v2/namespaces/default/widgets/w")
+            await install_widget_crd(http, kind, crd)
+            assert (await http.post(kind.collection, kind.obj("w", replicas=1)))[0] == 201
+            status, body, _ = await http.get(kind.path("v2", "w"))
             assert status == 200 and body["spec"]["sizeV2"] == 2 and "size" not in body["spec"]
     finally:
         await srv.stop()

@@ -11,7 +11,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubetrain.embedded.apiserver import EmbeddedAPIServer, MemoryLogProvider
 from kubetrain.embedded.kubelet_sim import KubeletSim
 
-from .helpers import PODS, Http, pod
+from .helpers import NS, Http, pod
+
+pytestmark = pytest.mark.embedded_only(
+    "KubeletSim speaks plain HTTP to the server, and logs come from the in-process log provider"
+)
 
 
 @pytest.fixture
@@ -22,60 +26,60 @@ async def kubelet(server: EmbeddedAPIServer) -> KubeletSim:
     await sim.close()
 
 
-async def test_node_registration(kubelet: KubeletSim, core: client.CoreV1Api) -> None:
+async def test_node_registration(kubelet: KubeletSim, core: client.CoreV1Api, ns: NS) -> None:
     node = await core.read_node("node-1")
     assert node.status.conditions[0].type == "Ready" and node.status.conditions[0].status == "True"
 
 
-async def test_binding_and_phases(kubelet: KubeletSim, core: client.CoreV1Api, http: Http) -> None:
-    await http.post(PODS, pod("w", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]))
-    await kubelet.bind("default", "w")
-    got = await core.read_namespaced_pod("w", "default")
+async def test_binding_and_phases(kubelet: KubeletSim, core: client.CoreV1Api, http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("w", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]))
+    await kubelet.bind(ns.name, "w")
+    got = await core.read_namespaced_pod("w", ns.name)
     assert got.spec.node_name == "node-1"
     assert any(c.type == "PodScheduled" and c.status == "True" for c in got.status.conditions)
-    await kubelet.pending("default", "w", reason="ImagePullBackOff", message="pull failed")
-    got = await core.read_namespaced_pod("w", "default")
+    await kubelet.pending(ns.name, "w", reason="ImagePullBackOff", message="pull failed")
+    got = await core.read_namespaced_pod("w", ns.name)
     assert got.status.phase == "Pending"
     assert got.status.container_statuses[0].state.waiting.reason == "ImagePullBackOff"
-    await kubelet.running("default", "w", pod_ip="10.1.2.3", restart_count=1)
-    got = await core.read_namespaced_pod("w", "default")
+    await kubelet.running(ns.name, "w", pod_ip="10.1.2.3", restart_count=1)
+    got = await core.read_namespaced_pod("w", ns.name)
     assert got.status.phase == "Running" and got.status.pod_ip == "10.1.2.3"
     assert all(cs.ready and cs.restart_count == 1 for cs in got.status.container_statuses)
     assert {c.type: c.status for c in got.status.conditions}["Ready"] == "True"
-    await kubelet.failed("default", "w", exit_code=137, reason="OOMKilled", message="killed")
-    got = await core.read_namespaced_pod("w", "default")
+    await kubelet.failed(ns.name, "w", exit_code=137, reason="OOMKilled", message="killed")
+    got = await core.read_namespaced_pod("w", ns.name)
     term = got.status.container_statuses[0].state.terminated
     assert got.status.phase == "Failed" and term.exit_code == 137 and term.reason == "OOMKilled"
     assert term.message == "killed"
     assert got.metadata.generation == 1
 
 
-async def test_per_container_states(kubelet: KubeletSim, core: client.CoreV1Api, http: Http) -> None:
-    await http.post(PODS, pod("m", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]))
+async def test_per_container_states(kubelet: KubeletSim, core: client.CoreV1Api, http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("m", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]))
     await kubelet.set_phase(
-        "default",
+        ns.name,
         "m",
         "Running",
         containers={"b": {"state": "terminated", "exit_code": 2, "reason": "Error"}},
     )
-    got = await core.read_namespaced_pod("m", "default")
+    got = await core.read_namespaced_pod("m", ns.name)
     states = {cs.name: cs.state for cs in got.status.container_statuses}
     assert states["a"].running is not None and states["b"].terminated.exit_code == 2
     assert {c.type: c.status for c in got.status.conditions}["Ready"] == "False"
-    await kubelet.succeeded("default", "m")
-    got = await core.read_namespaced_pod("m", "default")
+    await kubelet.succeeded(ns.name, "m")
+    got = await core.read_namespaced_pod("m", ns.name)
     assert got.status.phase == "Succeeded"
     assert all(cs.state.terminated.exit_code == 0 for cs in got.status.container_statuses)
-    await kubelet.restarted("default", "m", exit_code=1, restart_count=3)
-    got = await core.read_namespaced_pod("m", "default")
+    await kubelet.restarted(ns.name, "m", exit_code=1, restart_count=3)
+    got = await core.read_namespaced_pod("m", ns.name)
     assert got.status.container_statuses[0].last_state.terminated.exit_code == 1
 
 
-async def test_binding_twice_conflicts(kubelet: KubeletSim, http: Http) -> None:
-    await http.post(PODS, pod("b"))
-    await kubelet.bind("default", "b")
+async def test_binding_twice_conflicts(kubelet: KubeletSim, http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("b"))
+    await kubelet.bind(ns.name, "b")
     status, body, _ = await http.post(
-        f"{PODS}/b/binding", {"metadata": {"name": "b"}, "target": {"kind": "Node", "name": "n2"}}
+        f"{ns.pods}/b/binding", {"metadata": {"name": "b"}, "target": {"kind": "Node", "name": "n2"}}
     )
     assert status == 409
     assert (
@@ -84,69 +88,71 @@ async def test_binding_twice_conflicts(kubelet: KubeletSim, http: Http) -> None:
     )
 
 
-async def test_binding_via_client(core: client.CoreV1Api, http: Http) -> None:
-    await http.post(PODS, pod("cb"))
+async def test_binding_via_client(core: client.CoreV1Api, http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("cb"))
     body = client.V1Binding(
         metadata=client.V1ObjectMeta(name="cb"), target=client.V1ObjectReference(kind="Node", name="n9")
     )
-    await core.create_namespaced_binding("default", body, _preload_content=False)
-    got = await core.read_namespaced_pod("cb", "default")
+    await core.create_namespaced_binding(ns.name, body, _preload_content=False)
+    got = await core.read_namespaced_pod("cb", ns.name)
     assert got.spec.node_name == "n9"
 
 
-async def test_logs(server: EmbeddedAPIServer, core: client.CoreV1Api, http: Http) -> None:
+async def test_logs(server: EmbeddedAPIServer, core: client.CoreV1Api, http: Http, ns: NS) -> None:
     logs = server.log_provider
     assert isinstance(logs, MemoryLogProvider)
-    await http.post(PODS, pod("l"))
-    logs.append("default", "l", "main", "line 1\nline 2\nline 3\n")
-    text = await core.read_namespaced_pod_log("l", "default")
+    await http.post(ns.pods, pod("l"))
+    logs.append(ns.name, "l", "main", "line 1\nline 2\nline 3\n")
+    text = await core.read_namespaced_pod_log("l", ns.name)
     assert text == "line 1\nline 2\nline 3\n"
-    assert await core.read_namespaced_pod_log("l", "default", tail_lines=1) == "line 3\n"
-    stamped = await core.read_namespaced_pod_log("l", "default", timestamps=True, container="main")
+    assert await core.read_namespaced_pod_log("l", ns.name, tail_lines=1) == "line 3\n"
+    stamped = await core.read_namespaced_pod_log("l", ns.name, timestamps=True, container="main")
     assert stamped.splitlines()[0].endswith("Z line 1")
-    assert await core.read_namespaced_pod_log("l", "default", limit_bytes=4) == "line"
+    assert await core.read_namespaced_pod_log("l", ns.name, limit_bytes=4) == "line"
 
 
-async def test_log_errors(http: Http) -> None:
-    await http.post(PODS, pod("two", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]))
-    status, body, _ = await http.get(f"{PODS}/two/log")
+async def test_log_errors(http: Http, ns: NS) -> None:
+    await http.post(
+        ns.pods, pod("two", containers=[{"name": "a", "image": "i"}, {"name": "b", "image": "i"}])
+    )
+    status, body, _ = await http.get(f"{ns.pods}/two/log")
     assert status == 400
     assert body["message"] == "a container name must be specified for pod two, choose one of: [a b]"
-    status, body, _ = await http.get(f"{PODS}/two/log", params={"container": "zzz"})
+    status, body, _ = await http.get(f"{ns.pods}/two/log", params={"container": "zzz"})
     assert status == 400 and body["message"] == "container zzz is not valid for pod two"
-    status, body, _ = await http.get(f"{PODS}/two/log", params={"container": "a"})
+    status, body, _ = await http.get(f"{ns.pods}/two/log", params={"container": "a"})
     assert status == 400 and "is waiting to start" in body["message"]
-    status, body, _ = await http.get(f"{PODS}/none/log")
+    status, body, _ = await http.get(f"{ns.pods}/none/log")
     assert status == 404
 
 
-async def test_logs_without_provider_are_empty(http: Http) -> None:
+async def test_logs_without_provider_are_empty(http: Http, ns: NS) -> None:
     srv = EmbeddedAPIServer()
     await srv.start()
     try:
-        async with http.session.post(srv.url + PODS, json=pod("x")) as resp:
+        async with http.session.post(srv.url + "/api/v1/namespaces/default/pods", json=pod("x")) as resp:
             assert resp.status == 201
-        async with http.session.get(srv.url + f"{PODS}/x/log") as resp:
+        async with http.session.get(srv.url + f"{ns.pods}/x/log") as resp:
             assert resp.status == 200 and await resp.text() == ""
     finally:
         await srv.stop()
 
 
-async def test_follow_streams_until_container_ends(server: EmbeddedAPIServer, http: Http) -> None:
+async def test_follow_streams_until_container_ends(server: EmbeddedAPIServer, http: Http, ns: NS) -> None:
     logs = server.log_provider
     assert isinstance(logs, MemoryLogProvider)
-    await http.post(PODS, pod("f"))
-    logs.append("default", "f", "main", "first\n")
-    resp = await http.session.get(http.base + f"{PODS}/f/log", params={"follow": "true"})
+    await http.post(ns.pods, pod("f"))
+    logs.append(ns.name, "f", "main", "first\n")
+    resp = await http.session.get(http.base + f"{ns.pods}/f/log", params={"follow": "true"})
     assert await asyncio.wait_for(resp.content.readline(), 3) == b"first\n"
-    logs.append("default", "f", "main", "second\n")
+    logs.append(ns.name, "f", "main", "second\n")
     assert await asyncio.wait_for(resp.content.readline(), 3) == b"second\n"
-    logs.end("default", "f", "main")
+    logs.end(ns.name, "f", "main")
     assert await asyncio.wait_for(resp.content.read(), 3) == b""
     resp.close()
 
 
-async def test_read_log_of_missing_pod_raises(core: client.CoreV1Api) -> None:
+async def test_read_log_of_missing_pod_raises(core: client.CoreV1Api, ns: NS) -> None:
     with pytest.raises(ApiException) as err:
-        await core.read_namespaced_pod_log("nope", "default")
+        await core.read_namespaced_pod_log("nope", ns.name)
     assert err.value.status == 404

@@ -4,33 +4,31 @@ from __future__ import annotations
 
 from kubernetes_asyncio import client
 
-from .helpers import PODS, WIDGETS, Http, configmap, install_widget_crd, pod, widget
-
-CM = "/api/v1/namespaces/default/configmaps"
+from .helpers import NS, Http, WidgetKind, configmap, pod
 
 
-async def test_merge_patch(http: Http) -> None:
-    await http.post(CM, configmap("m", {"a": "1", "b": "2"}, labels={"x": "1"}))
+async def test_merge_patch(http: Http, ns: NS) -> None:
+    await http.post(ns.configmaps, configmap("m", {"a": "1", "b": "2"}, labels={"x": "1"}))
     status, body, _ = await http.patch(
-        f"{CM}/m", {"data": {"a": "9", "b": None}, "metadata": {"labels": {"y": "2"}}}
+        f"{ns.configmaps}/m", {"data": {"a": "9", "b": None}, "metadata": {"labels": {"y": "2"}}}
     )
     assert status == 200
     assert body["data"] == {"a": "9"}
     assert body["metadata"]["labels"] == {"x": "1", "y": "2"}
 
 
-async def test_merge_patch_with_stale_resource_version_conflicts(http: Http) -> None:
-    _, created, _ = await http.post(CM, configmap("rv", {"a": "1"}))
-    await http.patch(f"{CM}/rv", {"data": {"a": "2"}})
+async def test_merge_patch_with_stale_resource_version_conflicts(http: Http, ns: NS) -> None:
+    _, created, _ = await http.post(ns.configmaps, configmap("rv", {"a": "1"}))
+    await http.patch(f"{ns.configmaps}/rv", {"data": {"a": "2"}})
     status, body, _ = await http.patch(
-        f"{CM}/rv",
+        f"{ns.configmaps}/rv",
         {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}, "data": {"a": "3"}},
     )
     assert status == 409 and body["reason"] == "Conflict"
 
 
-async def test_json_patch_ops(http: Http) -> None:
-    await http.post(CM, configmap("j", {"a": "1", "b": "2"}))
+async def test_json_patch_ops(http: Http, ns: NS) -> None:
+    await http.post(ns.configmaps, configmap("j", {"a": "1", "b": "2"}))
     ops = [
         {"op": "test", "path": "/data/a", "value": "1"},
         {"op": "replace", "path": "/data/a", "value": "10"},
@@ -40,42 +38,42 @@ async def test_json_patch_ops(http: Http) -> None:
         {"op": "move", "from": "/data/d", "path": "/data/e"},
         {"op": "add", "path": "/metadata/labels", "value": {"k~/": "v"}},
     ]
-    status, body, _ = await http.patch(f"{CM}/j", ops, content_type="application/json-patch+json")
+    status, body, _ = await http.patch(f"{ns.configmaps}/j", ops, content_type="application/json-patch+json")
     assert status == 200, body
     assert body["data"] == {"a": "10", "c": "3", "e": "3"}
     status, body, _ = await http.patch(
-        f"{CM}/j",
+        f"{ns.configmaps}/j",
         [{"op": "remove", "path": "/metadata/labels/k~0~1"}],
         content_type="application/json-patch+json",
     )
     assert status == 200 and "labels" not in body["metadata"]
 
 
-async def test_json_patch_failed_test_op_is_422_and_changes_nothing(http: Http) -> None:
-    await http.post(CM, configmap("t", {"a": "1"}))
+async def test_json_patch_failed_test_op_is_422_and_changes_nothing(http: Http, ns: NS) -> None:
+    await http.post(ns.configmaps, configmap("t", {"a": "1"}))
     ops = [
         {"op": "replace", "path": "/data/a", "value": "2"},
         {"op": "test", "path": "/data/a", "value": "1"},
     ]
-    status, body, _ = await http.patch(f"{CM}/t", ops, content_type="application/json-patch+json")
+    status, body, _ = await http.patch(f"{ns.configmaps}/t", ops, content_type="application/json-patch+json")
     assert status == 422
     assert body["reason"] == "Invalid"
     assert body["message"] == "the server rejected our request due to an error in our request"
-    _, body, _ = await http.get(f"{CM}/t")
+    _, body, _ = await http.get(f"{ns.configmaps}/t")
     assert body["data"] == {"a": "1"}
 
 
-async def test_json_patch_list_append(http: Http) -> None:
-    await http.post(PODS, pod("jp"))
+async def test_json_patch_list_append(http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("jp"))
     ops = [
         {"op": "add", "path": "/metadata/finalizers", "value": ["a/b"]},
         {"op": "add", "path": "/metadata/finalizers/-", "value": "c/d"},
     ]
-    _, body, _ = await http.patch(f"{PODS}/jp", ops, content_type="application/json-patch+json")
+    _, body, _ = await http.patch(f"{ns.pods}/jp", ops, content_type="application/json-patch+json")
     assert body["metadata"]["finalizers"] == ["a/b", "c/d"]
 
 
-async def test_strategic_merge_containers_by_name(core: client.CoreV1Api) -> None:
+async def test_strategic_merge_containers_by_name(core: client.CoreV1Api, ns: NS) -> None:
     containers = [
         {
             "name": "a",
@@ -86,7 +84,7 @@ async def test_strategic_merge_containers_by_name(core: client.CoreV1Api) -> Non
         },
         {"name": "b", "image": "img:1"},
     ]
-    await core.create_namespaced_pod("default", pod("smp", containers=containers))
+    await core.create_namespaced_pod(ns.name, pod("smp", containers=containers))
     patch = {
         "spec": {
             "containers": [
@@ -100,7 +98,7 @@ async def test_strategic_merge_containers_by_name(core: client.CoreV1Api) -> Non
             ]
         }
     }
-    patched = await core.patch_namespaced_pod("smp", "default", patch)
+    patched = await core.patch_namespaced_pod("smp", ns.name, patch)
     by_name = {c.name: c for c in patched.spec.containers}
     assert [c.name for c in patched.spec.containers] == ["a", "b", "c"]
     assert by_name["b"].image == "img:2"
@@ -110,12 +108,12 @@ async def test_strategic_merge_containers_by_name(core: client.CoreV1Api) -> Non
     assert [m.mount_path for m in by_name["a"].volume_mounts] == ["/v"]
 
 
-async def test_strategic_merge_directives(http: Http) -> None:
+async def test_strategic_merge_directives(http: Http, ns: NS) -> None:
     containers = [
         {"name": "a", "image": "i", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]},
         {"name": "b", "image": "i"},
     ]
-    await http.post(PODS, pod("dir", containers=containers, finalizers=["x/y"]))
+    await http.post(ns.pods, pod("dir", containers=containers, finalizers=["x/y"]))
     patch = {
         "spec": {
             "containers": [
@@ -126,7 +124,7 @@ async def test_strategic_merge_directives(http: Http) -> None:
         "metadata": {"finalizers": ["z/w"], "$deleteFromPrimitiveList/finalizers": ["x/y"]},
     }
     status, body, _ = await http.patch(
-        f"{PODS}/dir", patch, content_type="application/strategic-merge-patch+json"
+        f"{ns.pods}/dir", patch, content_type="application/strategic-merge-patch+json"
     )
     assert status == 200, body
     assert [c["name"] for c in body["spec"]["containers"]] == ["a"]
@@ -134,36 +132,41 @@ async def test_strategic_merge_directives(http: Http) -> None:
     assert body["metadata"]["finalizers"] == ["z/w"]
 
 
-async def test_strategic_merge_replace_and_retain_keys(http: Http) -> None:
-    await http.post(PODS, pod("rk", labels={"a": "1", "b": "2"}))
+async def test_strategic_merge_replace_and_retain_keys(http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("rk", labels={"a": "1", "b": "2"}))
     patch = {"metadata": {"labels": {"$patch": "replace", "c": "3"}}}
-    _, body, _ = await http.patch(f"{PODS}/rk", patch, content_type="application/strategic-merge-patch+json")
+    _, body, _ = await http.patch(
+        f"{ns.pods}/rk", patch, content_type="application/strategic-merge-patch+json"
+    )
     assert body["metadata"]["labels"] == {"c": "3"}
     patch = {"metadata": {"annotations": {"x": "1", "y": "2"}}}
-    await http.patch(f"{PODS}/rk", patch, content_type="application/strategic-merge-patch+json")
+    await http.patch(f"{ns.pods}/rk", patch, content_type="application/strategic-merge-patch+json")
     patch = {"metadata": {"annotations": {"$retainKeys": ["y"], "y": "3"}}}
-    _, body, _ = await http.patch(f"{PODS}/rk", patch, content_type="application/strategic-merge-patch+json")
+    _, body, _ = await http.patch(
+        f"{ns.pods}/rk", patch, content_type="application/strategic-merge-patch+json"
+    )
     assert body["metadata"]["annotations"] == {"y": "3"}
 
 
-async def test_strategic_merge_owner_references_by_uid(http: Http) -> None:
-    _, o1, _ = await http.post(CM, configmap("o1"))
-    _, o2, _ = await http.post(CM, configmap("o2"))
+async def test_strategic_merge_owner_references_by_uid(http: Http, ns: NS) -> None:
+    _, o1, _ = await http.post(ns.configmaps, configmap("o1"))
+    _, o2, _ = await http.post(ns.configmaps, configmap("o2"))
     u1, u2 = o1["metadata"]["uid"], o2["metadata"]["uid"]
     ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "o1", "uid": u1}
-    await http.post(CM, configmap("owner-test", ownerReferences=[ref]))
+    await http.post(ns.configmaps, configmap("owner-test", ownerReferences=[ref]))
     patch = {"metadata": {"ownerReferences": [{**ref, "uid": u2, "name": "o2"}]}}
     _, body, _ = await http.patch(
-        f"{CM}/owner-test", patch, content_type="application/strategic-merge-patch+json"
+        f"{ns.configmaps}/owner-test", patch, content_type="application/strategic-merge-patch+json"
     )
     assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == [u1, u2]
 
 
-async def test_strategic_merge_on_custom_resource_is_415(http: Http) -> None:
-    await install_widget_crd(http)
-    await http.post(WIDGETS, widget("w"))
+async def test_strategic_merge_on_custom_resource_is_415(http: Http, widgets: WidgetKind) -> None:
+    await http.post(widgets.collection, widgets.obj("w"))
     status, body, _ = await http.patch(
-        f"{WIDGETS}/w", {"spec": {"size": 3}}, content_type="application/strategic-merge-patch+json"
+        f"{widgets.collection}/w",
+        {"spec": {"size": 3}},
+        content_type="application/strategic-merge-patch+json",
     )
     assert status == 415
     assert body["reason"] == "UnsupportedMediaType"
@@ -174,21 +177,21 @@ async def test_strategic_merge_on_custom_resource_is_415(http: Http) -> None:
     )
 
 
-async def test_unknown_patch_type_is_415(http: Http) -> None:
-    await http.post(CM, configmap("u"))
-    status, body, _ = await http.patch(f"{CM}/u", {"data": {}}, content_type="application/json")
+async def test_unknown_patch_type_is_415(http: Http, ns: NS) -> None:
+    await http.post(ns.configmaps, configmap("u"))
+    status, body, _ = await http.patch(f"{ns.configmaps}/u", {"data": {}}, content_type="application/json")
     assert status == 415 and "application/strategic-merge-patch+json" in body["message"]
 
 
-async def test_patch_of_missing_object_is_404(http: Http) -> None:
-    status, body, _ = await http.patch(f"{CM}/none", {"data": {}})
+async def test_patch_of_missing_object_is_404(http: Http, ns: NS) -> None:
+    status, body, _ = await http.patch(f"{ns.configmaps}/none", {"data": {}})
     assert status == 404 and body["message"] == 'configmaps "none" not found'
 
 
 APPLY = "application/apply-patch+yaml"
 
 
-async def test_server_side_apply_create_then_update(http: Http) -> None:
+async def test_server_side_apply_create_then_update(http: Http, ns: NS) -> None:
     manifest = """
 apiVersion: v1
 kind: ConfigMap
@@ -199,7 +202,7 @@ data:
   key: one
 """
     status, body, _ = await http.patch(
-        f"{CM}/ssa", manifest, content_type=APPLY, params={"fieldManager": "me"}
+        f"{ns.configmaps}/ssa", manifest, content_type=APPLY, params={"fieldManager": "me"}
     )
     assert status == 201, body
     assert body["data"] == {"key": "one"}
@@ -209,29 +212,29 @@ data:
     assert managed[0]["fieldsV1"] == {"f:data": {"f:key": {}}, "f:metadata": {"f:labels": {"f:team": {}}}}
     update = manifest.replace("one", "two") + "  other: x\n"
     status, body, _ = await http.patch(
-        f"{CM}/ssa", update, content_type=APPLY, params={"fieldManager": "me", "force": "true"}
+        f"{ns.configmaps}/ssa", update, content_type=APPLY, params={"fieldManager": "me", "force": "true"}
     )
     assert status == 200
     assert body["data"] == {"key": "two", "other": "x"}
     assert len(body["metadata"]["managedFields"]) == 1
 
 
-async def test_server_side_apply_requires_field_manager(http: Http) -> None:
+async def test_server_side_apply_requires_field_manager(http: Http, ns: NS) -> None:
     status, body, _ = await http.patch(
-        f"{CM}/ssa", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\n", content_type=APPLY
+        f"{ns.configmaps}/ssa", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\n", content_type=APPLY
     )
     assert status == 400 and body["reason"] == "BadRequest"
     assert "fieldManager" in body["message"]
 
 
-async def test_server_side_apply_merges_containers_by_name(http: Http) -> None:
+async def test_server_side_apply_merges_containers_by_name(http: Http, ns: NS) -> None:
     containers = [{"name": "a", "image": "i:1"}, {"name": "b", "image": "i:1"}]
-    await http.post(PODS, pod("sp", containers=containers))
+    await http.post(ns.pods, pod("sp", containers=containers))
     manifest = (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: sp}\nspec:\n  containers:\n  - {name: b, image: 'i:2'}\n"
     )
     status, body, _ = await http.patch(
-        f"{PODS}/sp", manifest, content_type=APPLY, params={"fieldManager": "m"}
+        f"{ns.pods}/sp", manifest, content_type=APPLY, params={"fieldManager": "m"}
     )
     assert status == 200, body
     assert [(c["name"], c["image"]) for c in body["spec"]["containers"]] == [("a", "i:1"), ("b", "i:2")]
@@ -239,17 +242,16 @@ async def test_server_side_apply_merges_containers_by_name(http: Http) -> None:
     assert 'k:{"name":"b"}' in fields["f:spec"]["f:containers"]
 
 
-async def test_server_side_apply_on_custom_resource(http: Http) -> None:
-    await install_widget_crd(http)
-    manifest = "apiVersion: example.kubetrain.io/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 4}\n"
+async def test_server_side_apply_on_custom_resource(http: Http, widgets: WidgetKind) -> None:
+    manifest = f"apiVersion: {widgets.group}/v1\nkind: Widget\nmetadata: {{name: w}}\nspec: {{size: 4}}\n"
     status, body, _ = await http.patch(
-        f"{WIDGETS}/w", manifest, content_type=APPLY, params={"fieldManager": "kubectl"}
+        f"{widgets.collection}/w", manifest, content_type=APPLY, params={"fieldManager": "kubectl"}
     )
     assert status == 201, body
     assert body["spec"]["size"] == 4 and body["spec"]["replicas"] == 1
 
 
-async def test_patch_via_typed_client(core: client.CoreV1Api) -> None:
-    await core.create_namespaced_config_map("default", configmap("typed", {"a": "1"}))
-    out = await core.patch_namespaced_config_map("typed", "default", {"data": {"b": "2"}})
+async def test_patch_via_typed_client(core: client.CoreV1Api, ns: NS) -> None:
+    await core.create_namespaced_config_map(ns.name, configmap("typed", {"a": "1"}))
+    out = await core.patch_namespaced_config_map("typed", ns.name, {"data": {"b": "2"}})
     assert out.data == {"a": "1", "b": "2"}

@@ -4,30 +4,28 @@ from __future__ import annotations
 
 from kubernetes_asyncio import client
 
-from .helpers import PODS, WIDGETS, Http, install_widget_crd, pod, widget
-
-DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
+from .helpers import NS, Http, WidgetKind, pod
 
 
-async def test_main_resource_writes_ignore_status(http: Http) -> None:
-    await http.post(PODS, pod("s"))
-    _, current, _ = await http.get(f"{PODS}/s")
+async def test_main_resource_writes_ignore_status(http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("s"))
+    _, current, _ = await http.get(f"{ns.pods}/s")
     current["status"] = {"phase": "Running"}
     current["metadata"]["labels"] = {"changed": "yes"}
-    status, body, _ = await http.put(f"{PODS}/s", current)
+    status, body, _ = await http.put(f"{ns.pods}/s", current)
     assert status == 200
     assert body["status"]["phase"] == "Pending" and body["metadata"]["labels"] == {"changed": "yes"}
-    _, body, _ = await http.patch(f"{PODS}/s", {"status": {"phase": "Failed"}})
+    _, body, _ = await http.patch(f"{ns.pods}/s", {"status": {"phase": "Failed"}})
     assert body["status"]["phase"] == "Pending"
 
 
-async def test_status_writes_change_only_status(http: Http) -> None:
-    _, created, _ = await http.post(PODS, pod("st"))
+async def test_status_writes_change_only_status(http: Http, ns: NS) -> None:
+    _, created, _ = await http.post(ns.pods, pod("st"))
     body = dict(created)
     body["status"] = {"phase": "Running", "podIP": "10.0.0.1"}
     body["spec"] = {"containers": [{"name": "other", "image": "x"}]}
     body["metadata"] = {**created["metadata"], "labels": {"sneaky": "1"}}
-    status, out, _ = await http.put(f"{PODS}/st/status", body)
+    status, out, _ = await http.put(f"{ns.pods}/st/status", body)
     assert status == 200, out
     assert out["status"] == {"phase": "Running", "podIP": "10.0.0.1"}
     assert out["spec"]["containers"][0]["name"] == "main"
@@ -36,66 +34,67 @@ async def test_status_writes_change_only_status(http: Http) -> None:
     assert int(out["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
 
 
-async def test_status_update_with_stale_resource_version_conflicts(http: Http) -> None:
-    _, created, _ = await http.post(PODS, pod("c"))
-    await http.patch(f"{PODS}/c/status", {"status": {"phase": "Running"}})
+async def test_status_update_with_stale_resource_version_conflicts(http: Http, ns: NS) -> None:
+    _, created, _ = await http.post(ns.pods, pod("c"))
+    await http.patch(f"{ns.pods}/c/status", {"status": {"phase": "Running"}})
     created["status"] = {"phase": "Failed"}
-    status, body, _ = await http.put(f"{PODS}/c/status", created)
+    status, body, _ = await http.put(f"{ns.pods}/c/status", created)
     assert status == 409 and body["reason"] == "Conflict"
 
 
-async def test_status_via_typed_client(core: client.CoreV1Api) -> None:
-    await core.create_namespaced_pod("default", pod("tc"))
-    out = await core.patch_namespaced_pod_status("tc", "default", {"status": {"phase": "Succeeded"}})
+async def test_status_via_typed_client(core: client.CoreV1Api, ns: NS) -> None:
+    await core.create_namespaced_pod(ns.name, pod("tc"))
+    out = await core.patch_namespaced_pod_status("tc", ns.name, {"status": {"phase": "Succeeded"}})
     assert out.status.phase == "Succeeded"
-    got = await core.read_namespaced_pod_status("tc", "default")
+    got = await core.read_namespaced_pod_status("tc", ns.name)
     assert got.status.phase == "Succeeded"
 
 
-async def test_custom_resource_status_subresource(http: Http) -> None:
-    await install_widget_crd(http)
-    body = widget("w")
+async def test_custom_resource_status_subresource(http: Http, widgets: WidgetKind) -> None:
+    body = widgets.obj("w")
     body["status"] = {"phase": "ignored-on-create"}
-    _, created, _ = await http.post(WIDGETS, body)
+    _, created, _ = await http.post(widgets.collection, body)
     assert "status" not in created
-    _, out, _ = await http.patch(f"{WIDGETS}/w/status", {"status": {"phase": "Ready"}, "spec": {"size": 9}})
+    _, out, _ = await http.patch(
+        f"{widgets.collection}/w/status", {"status": {"phase": "Ready"}, "spec": {"size": 9}}
+    )
     assert (
         out["status"] == {"phase": "Ready"}
         and out["spec"]["size"] == 2
         and out["metadata"]["generation"] == 1
     )
-    _, out, _ = await http.patch(f"{WIDGETS}/w", {"spec": {"size": 3}, "status": {"phase": "x"}})
+    _, out, _ = await http.patch(f"{widgets.collection}/w", {"spec": {"size": 3}, "status": {"phase": "x"}})
     assert out["status"] == {"phase": "Ready"} and out["metadata"]["generation"] == 2
 
 
-async def test_custom_resource_scale_subresource(http: Http) -> None:
-    await install_widget_crd(http)
-    await http.post(WIDGETS, widget("w", replicas=2))
-    await http.patch(f"{WIDGETS}/w/status", {"status": {"replicas": 1, "selector": "app=w"}})
-    status, scale, _ = await http.get(f"{WIDGETS}/w/scale")
+async def test_custom_resource_scale_subresource(http: Http, widgets: WidgetKind) -> None:
+    await http.post(widgets.collection, widgets.obj("w", replicas=2))
+    await http.patch(f"{widgets.collection}/w/status", {"status": {"replicas": 1, "selector": "app=w"}})
+    status, scale, _ = await http.get(f"{widgets.collection}/w/scale")
     assert status == 200
     assert scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
     assert scale["spec"] == {"replicas": 2} and scale["status"] == {"replicas": 1, "selector": "app=w"}
     scale["spec"]["replicas"] = 5
-    status, out, _ = await http.put(f"{WIDGETS}/w/scale", scale)
+    status, out, _ = await http.put(f"{widgets.collection}/w/scale", scale)
     assert status == 200 and out["spec"]["replicas"] == 5
-    _, obj, _ = await http.get(f"{WIDGETS}/w")
+    _, obj, _ = await http.get(f"{widgets.collection}/w")
     assert obj["spec"]["replicas"] == 5 and obj["metadata"]["generation"] == 2
-    status, out, _ = await http.patch(f"{WIDGETS}/w/scale", {"spec": {"replicas": 7}})
+    status, out, _ = await http.patch(f"{widgets.collection}/w/scale", {"spec": {"replicas": 7}})
     assert status == 200 and out["spec"]["replicas"] == 7
     scale["spec"]["replicas"] = 1  # stale resourceVersion
-    status, out, _ = await http.put(f"{WIDGETS}/w/scale", scale)
+    status, out, _ = await http.put(f"{widgets.collection}/w/scale", scale)
     assert status == 409
 
 
-async def test_custom_objects_scale_via_client(http: Http, custom: client.CustomObjectsApi) -> None:
-    await install_widget_crd(http)
-    await http.post(WIDGETS, widget("w"))
+async def test_custom_objects_scale_via_client(
+    http: Http, custom: client.CustomObjectsApi, widgets: WidgetKind
+) -> None:
+    await http.post(widgets.collection, widgets.obj("w"))
     out = await custom.patch_namespaced_custom_object_scale(
-        "example.kubetrain.io",
+        widgets.group,
         "v1",
-        "default",
-        "widgets",
+        widgets.namespace,
+        widgets.plural,
         "w",
         {"spec": {"replicas": 4}},
         _content_type="application/merge-patch+json",
@@ -103,7 +102,7 @@ async def test_custom_objects_scale_via_client(http: Http, custom: client.Custom
     assert out["spec"]["replicas"] == 4
 
 
-async def test_deployment_scale(api: client.ApiClient) -> None:
+async def test_deployment_scale(api: client.ApiClient, ns: NS) -> None:
     apps = client.AppsV1Api(api)
     dep = {
         "metadata": {"name": "d"},
@@ -116,23 +115,23 @@ async def test_deployment_scale(api: client.ApiClient) -> None:
             },
         },
     }
-    await apps.create_namespaced_deployment("default", dep)
-    scale = await apps.read_namespaced_deployment_scale("d", "default")
+    await apps.create_namespaced_deployment(ns.name, dep)
+    scale = await apps.read_namespaced_deployment_scale("d", ns.name)
     assert scale.spec.replicas == 1 and scale.status.selector == "app=d"
-    await apps.patch_namespaced_deployment_scale("d", "default", {"spec": {"replicas": 3}})
-    got = await apps.read_namespaced_deployment("d", "default")
+    await apps.patch_namespaced_deployment_scale("d", ns.name, {"spec": {"replicas": 3}})
+    got = await apps.read_namespaced_deployment("d", ns.name)
     assert got.spec.replicas == 3
 
 
-async def test_json_patch_with_object_body_is_400(http: Http) -> None:
-    await http.post(PODS, pod("jp"))
+async def test_json_patch_with_object_body_is_400(http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("jp"))
     status, body, _ = await http.patch(
-        f"{PODS}/jp", {"metadata": {}}, content_type="application/json-patch+json"
+        f"{ns.pods}/jp", {"metadata": {}}, content_type="application/json-patch+json"
     )
     assert status == 400 and body["reason"] == "BadRequest"
 
 
-async def test_scale_404_for_kind_without_scale(http: Http) -> None:
-    await http.post(PODS, pod("p"))
-    status, _, _ = await http.get(f"{PODS}/p/scale")
+async def test_scale_404_for_kind_without_scale(http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("p"))
+    status, _, _ = await http.get(f"{ns.pods}/p/scale")
     assert status == 404
