@@ -9,8 +9,8 @@ apimachinery's: ``strict decoding error: unknown field "spec.x", duplicate field
 update, and inside a 422 on the field ``patch`` for patches (``handlers/patch.go``).
 
 The checks run only for requests (the middleware sets the directive for the request's task), never
-for the server's own controllers' writes. Server-side apply is left alone: kube-apiserver checks it
-against the schema in structured-merge-diff, with different errors.
+for the server's own controllers' writes. Server-side apply ignores the directive: a field the
+schema lacks always fails it, with structured-merge-diff's error (``check_apply``).
 """
 
 from __future__ import annotations
@@ -198,12 +198,13 @@ def _resolve(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
 class _Node:
     """A schema compiled for the unknown-field walk: what a Go struct (or map, or slice) accepts."""
 
-    __slots__ = ("addl", "any_key", "items", "opaque", "props")
+    __slots__ = ("addl", "any_key", "items", "list_keys", "opaque", "props")
 
     def __init__(self) -> None:
         self.props: dict[str, _Node] = {}
         self.addl: _Node | None = None
         self.items: _Node | None = None
+        self.list_keys: tuple[str, ...] = ()  # x-kubernetes-list-map-keys of a list
         self.any_key = False  # additionalProperties: true
         self.opaque = True  # no properties: RawExtension, FieldsV1, JSON, scalars
 
@@ -217,10 +218,13 @@ def _compile(schema: Any, defs: dict[str, Any], memo: dict[int, _Node]) -> _Node
     props, addl, items = s.get("properties"), s.get("additionalProperties"), s.get("items")
     if isinstance(items, dict):
         node.items = _compile(items, defs, memo)
+        node.list_keys = tuple(s.get("x-kubernetes-list-map-keys") or ())
     if (props is None and addl is None) or s.get("x-kubernetes-preserve-unknown-fields"):
         return node
     node.opaque = False
     node.props = {k: _compile(v, defs, memo) for k, v in (props or {}).items()}
+    if s.get("x-kubernetes-embedded-resource"):
+        node.props.update(_envelope_nodes())
     if isinstance(addl, dict):
         node.addl = _compile(addl, defs, memo)
     node.any_key = addl is True
@@ -264,6 +268,11 @@ def _kind_node(group: str, version: str, kind: str) -> _Node | None:
 def _object_meta_node() -> _Node:
     defs = builtin_data()["crd"]["schemas"]
     return _compile(defs[OBJECT_META], defs, {})
+
+
+def _envelope_nodes() -> dict[str, _Node]:
+    """apiVersion, kind and metadata: what every (embedded) resource may carry."""
+    return {"apiVersion": _Node(), "kind": _Node(), "metadata": _object_meta_node()}
 
 
 def _meta_unknown(meta: Any, path: str, out: list[str]) -> None:
@@ -331,6 +340,63 @@ def unknown_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
     for path in embedded:
         _meta_unknown((_get(obj, path) or {}).get("metadata"), path + ".metadata", out)
     return out
+
+
+# --- server-side apply ----------------------------------------------------------------------
+
+
+def _smd_element(item: Any, keys: tuple[str, ...], index: int) -> str:
+    """structured-merge-diff's path element: ``[name="c"]`` in an associative list, else ``[0]``."""
+    if keys and isinstance(item, dict) and all(k in item for k in keys):
+        return "[" + ",".join(f"{k}={dumps(item[k]).decode()}" for k in keys) + "]"
+    return f"[{index}]"
+
+
+def _apply_unknown(value: Any, node: _Node, path: list[str], out: list[str]) -> None:
+    if isinstance(value, dict):
+        if node.opaque:
+            return
+        for k in sorted(value):
+            sub = node.props.get(k) or node.addl
+            if sub is None:
+                if not node.any_key:
+                    out.append("".join(path) + "." + k)
+            elif isinstance(value[k], dict | list):
+                path.append("." + k)
+                _apply_unknown(value[k], sub, path, out)
+                path.pop()
+    elif isinstance(value, list) and node.items is not None:
+        for i, item in enumerate(value):
+            if isinstance(item, dict | list):
+                path.append(_smd_element(item, node.list_keys, i))
+                _apply_unknown(item, node.items, path, out)
+                path.pop()
+
+
+def _apply_node(rt: ResourceType) -> _Node | None:
+    if rt.custom is None:
+        return _kind_node(rt.group, rt.version, rt.kind)
+    if not isinstance(rt.custom.schema, dict):
+        return None
+    root = _compile({**rt.custom.schema, "x-kubernetes-embedded-resource": True}, {}, {})
+    return root
+
+
+def check_apply(rt: ResourceType, config: dict[str, Any], name: str) -> None:
+    """Server-side apply converts the configuration to the kind's type whatever fieldValidation
+    says; a field the schema lacks fails it with structured-merge-diff's 500."""
+    node = _apply_node(rt)
+    if node is None:
+        return
+    paths: list[str] = []
+    _apply_unknown(config, node, [], paths)
+    if not paths:
+        return
+    text = f"{paths[0]}: field not declared in schema"  # the conversion stops at the first
+    meta = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    ns = str((meta or {}).get("namespace") or "")
+    gvk = f"{rt.group}/{rt.version}, Kind={rt.kind}"
+    raise APIError(500, "", f"failed to create typed patch object ({ns}/{name}; {gvk}): {text}")
 
 
 # --- the checks rest.py calls ----------------------------------------------------------------

@@ -492,6 +492,7 @@ class ObjectStorage:
             raise errors.bad_request(
                 f"the name of the object ({cfg_meta['name']}) does not match the name on the URL ({name})"
             )
+        fieldvalidation.check_apply(rt, config, name)
         keyed = rt.strategic
         entry = {
             "manager": field_manager,

@@ -181,3 +181,39 @@ async def test_custom_resource_typo_names_the_path(http: Http, widgets: WidgetKi
     status, body, _ = await post(http, widgets.collection, obj, fieldValidation="Strict")
     assert status == 400
     assert body["message"].endswith('strict decoding error: unknown field "spec.replcas"')
+
+
+async def test_server_side_apply_rejects_undeclared_fields_whatever_the_directive(
+    http: Http, ns: NS, widgets: WidgetKind
+) -> None:
+    manifest = (
+        f"apiVersion: v1\nkind: Pod\nmetadata: {{name: sp, namespace: {ns.name}}}\n"
+        "spec:\n  containers: [{name: c, image: busybox, imagee: x}]\n"
+    )
+    for params in ({"fieldManager": "t"}, {"fieldManager": "t", "fieldValidation": "Ignore"}):
+        async with http.session.patch(
+            f"{http.base}{ns.pods}/sp",
+            data=manifest.encode(),
+            params=params,
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        ) as resp:
+            body = await resp.json()
+        assert resp.status == 500, body
+        assert body["message"] == (
+            f"failed to create typed patch object ({ns.name}/sp; /v1, Kind=Pod): "
+            '.spec.containers[name="c"].imagee: field not declared in schema'
+        )
+    obj = widgets.obj("sa", colour="red", replcas=1)
+    async with http.session.patch(
+        f"{http.base}{widgets.path(name='sa')}",
+        data=json.dumps(obj).encode(),
+        params={"fieldManager": "t"},
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    ) as resp:
+        body = await resp.json()
+    assert resp.status == 500, body
+    prefix = f"failed to create typed patch object (/sa; {widgets.group}/v1, Kind=Widget): "
+    assert body["message"] in (  # only the first found, in no fixed order
+        f"{prefix}.spec.colour: field not declared in schema",
+        f"{prefix}.spec.replcas: field not declared in schema",
+    )
