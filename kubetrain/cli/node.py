@@ -5,10 +5,12 @@ Pointed at any API server through a kubeconfig, it registers a Node as a 1.36 ku
 its Lease in kube-node-lease, runs the pods the scheduler binds to it and writes their status
 (phase, conditions, container statuses) and graceful deletion as the kubelet does, so the real
 kube-scheduler, node-lifecycle controller, garbage collector and namespace controller work with
-it. It serves the kubelet API over TLS on ``--port`` (10250; 0 picks a free one, advertised in
-the Node's ``daemonEndpoints``): ``/containerLogs`` and ``/exec`` (WebSocket and SPDY/3.1), so
-``kubectl logs`` and ``kubectl exec`` reach its pods through kube-apiserver. Callers need a client
-certificate of the cluster CA (``--client-ca-file``, default: the kubeconfig's CA);
+it. It serves the kubelet API over TLS on ``--port`` (default: a free port, since several nodes
+may share a machine; the Node's ``daemonEndpoints`` advertises it): ``/containerLogs`` and
+``/exec`` (WebSocket and SPDY/3.1), so ``kubectl logs`` and ``kubectl exec`` reach its pods
+through kube-apiserver. Callers need a client certificate of the cluster CA
+(``--client-ca-file``, default: the kubeconfig's CA; with neither, as against the plain-HTTP
+embedded API server, the kubelet API is not served);
 ``--authorization-mode Webhook`` also asks the API server (SubjectAccessReview on nodes/proxy).
 
 `--bind-pending` also runs the binder (a small default scheduler), for control-plane-only
@@ -157,9 +159,14 @@ async def _serve(
     if kubelet is not None and kubelet.client_ca_file is None:
         path = _kubeconfig_path(kubeconfig)
         kubelet.client_ca_pem = certs.kubeconfig_ca(path, context) if path is not None else None
-        if not kubelet.client_ca_pem:
-            await api.close()
-            raise ConfigError("the kubelet API needs --client-ca-file: the kubeconfig names no cluster CA")
+        if not kubelet.client_ca_pem:  # a plain-HTTP server (the embedded one) has no client certificates
+            err.print(
+                "kubelet API not served: the kubeconfig names no cluster CA to check callers against "
+                "(give --client-ca-file to serve it)",
+                style="yellow",
+                markup=False,
+            )
+            config.kubelet_api = None
     agent: NodeAgent | None = None
     binder: Binder | None = None
     async with Interrupts() as interrupts:

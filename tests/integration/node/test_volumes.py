@@ -147,3 +147,53 @@ async def test_missing_volume_source_reports_failed_mount(api: KubeAPI, agent: N
         api, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nope"}, "data": {"k": "v"}}
     )
     await wait_phase(api, "nomount", "Succeeded")
+
+
+KUBE_API_ACCESS = {
+    "name": "kube-api-access-x7k2p",
+    "projected": {
+        "defaultMode": 420,
+        "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {
+                "downwardAPI": {
+                    "items": [
+                        {
+                            "path": "namespace",
+                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                        }
+                    ]
+                }
+            },
+        ],
+    },
+}
+
+
+async def test_service_account_volume_without_a_token_api(api: KubeAPI, agent: NodeAgent) -> None:
+    """What ServiceAccount admission adds to every pod works on a server without TokenRequest
+    (the embedded one): the token is left out, the rest is there, the pod runs."""
+    await create(
+        api,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "kube-root-ca.crt"},
+            "data": {"ca.crt": "PEM"},
+        },
+    )
+    mount = "/var/run/secrets/kubernetes.io/serviceaccount"
+    script = "import os, sys; d = sys.argv[1]; print(sorted(os.listdir(d)), open(d + '/namespace').read())"
+    body = pod(
+        "sa",
+        container(
+            "main", script, args=[mount], volumeMounts=[{"name": KUBE_API_ACCESS["name"], "mountPath": mount}]
+        ),
+        restartPolicy="Never",
+        volumes=[KUBE_API_ACCESS],
+    )
+    await create(api, body)
+
+    await wait_phase(api, "sa", "Succeeded")
+    assert await read_log(api, "sa") == "['ca.crt', 'namespace'] default\n"
