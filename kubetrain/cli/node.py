@@ -82,8 +82,8 @@ def register(sub: SubParsers) -> None:
     kubelet.add_argument(
         "--port",
         type=int,
-        default=10250,
-        help="its port (default: 10250; 0: a free one; -1: do not serve it)",
+        default=0,
+        help="its port, advertised on the Node (default 0: a free one; the kubelet's is 10250; -1: not served)",
     )
     kubelet.add_argument("--address", default="127.0.0.1", help="its listen address (default: 127.0.0.1)")
     kubelet.add_argument(
