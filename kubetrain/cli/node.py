@@ -83,7 +83,7 @@ def register(sub: SubParsers) -> None:
         "--port",
         type=int,
         default=0,
-        help="its port, advertised on the Node (default 0: a free one; the kubelet's is 10250; -1: not served)",
+        help="its port, advertised on the Node (default 0: a free one; kubelet uses 10250; -1: none)",
     )
     kubelet.add_argument("--address", default="127.0.0.1", help="its listen address (default: 127.0.0.1)")
     kubelet.add_argument(
