@@ -209,9 +209,16 @@ async def apply_one(client: KubeClient, obj: JsonDict) -> None:
     path = rt.path(meta.get("namespace") if rt.namespaced else None, meta["name"])
     query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
     try:
-        await client.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH)
+        applied = await client.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH)
     except ApiError as exc:
         raise KubetrainError(f"applying {obj['kind']} {meta['name']} failed: {exc}") from None
+    if (applied.get("metadata") or {}).get("deletionTimestamp"):
+        # Applying to a terminating object succeeds, and the object vanishes soon after (a CRD
+        # with all its jobs): the install would report success and then not be there.
+        raise KubetrainError(
+            f"{obj['kind']} {meta['name']} is being deleted (an uninstall that has not finished?): "
+            "install again once it is gone"
+        )
     err.print(f"{obj['kind'].lower()}/{meta['name']} applied", markup=False)
 
 
@@ -224,6 +231,8 @@ async def wait_established(client: KubeClient, names: list[str], timeout: float 
 
 async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: bool, wait: bool) -> None:
     crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
+    if not keep_crds:
+        await ready_crd_storage(client, crds)
     deleted: list[JsonDict] = []
     for obj in reversed(ordered(objects)):
         if keep_crds and obj.get("kind") == "CustomResourceDefinition":
@@ -255,20 +264,47 @@ async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: boo
         await wait_gone(client, deleted)
 
 
-async def holds_jobs(client: KubeClient, namespace: str, crds: list[JsonDict]) -> bool:
-    """Whether any kind of `crds` has an object in `namespace` (deleting it would delete them)."""
+def served_paths(crds: list[JsonDict], namespace: str | None = None) -> list[str]:
+    """The list path of each CRD's first served version (in `namespace` when given)."""
+    paths = []
     for crd in crds:
         spec = crd["spec"]
         served = [v["name"] for v in spec.get("versions") or () if v.get("served")]
-        if not served:
-            continue
-        path = f"/apis/{spec['group']}/{served[0]}/namespaces/{namespace}/{spec['names']['plural']}"
+        if served:
+            scope = f"/namespaces/{namespace}" if namespace else ""
+            paths.append(f"/apis/{spec['group']}/{served[0]}{scope}/{spec['names']['plural']}")
+    return paths
+
+
+async def ready_crd_storage(client: KubeClient, crds: list[JsonDict]) -> None:
+    """Make kube-apiserver start, and wait for, each CRD's watch cache before deleting the CRD.
+
+    kube-apiserver builds a CRD's storage on its first request. If that first request is the CRD
+    finalizer's list (nobody ever used the kind: install, then uninstall), the list fails with
+    "storage is (re)initializing", and the finalizer's retry can lose a race with its own informer
+    (a conflict it takes for "called again later"): the CRD then stays Terminating until the
+    informer resyncs, minutes later. A cache-served list (resourceVersion=0, no limit) is refused
+    with 429 + Retry-After until the cache is ready, which the client waits out; the label
+    selector matches nothing, so the answer stays small however many jobs exist.
+    """
+    query = [("resourceVersion", "0"), ("labelSelector", "kubetrain.io/storage-probe")]
+    for path in served_paths(crds):
+        try:
+            await client.request("GET", path, query=query)
+        except ApiError as exc:
+            if not exc.not_found:
+                raise KubetrainError(f"listing {path} failed: {exc}") from None
+
+
+async def holds_jobs(client: KubeClient, namespace: str, crds: list[JsonDict]) -> bool:
+    """Whether any kind of `crds` has an object in `namespace` (deleting it would delete them)."""
+    for path in served_paths(crds, namespace):
         try:
             found = await client.request("GET", path, query=[("limit", "1")])
         except ApiError as exc:
             if exc.not_found:
                 continue
-            raise KubetrainError(f"listing {spec['names']['plural']} in {namespace} failed: {exc}") from None
+            raise KubetrainError(f"listing {path} failed: {exc}") from None
         if found.get("items"):
             return True
     return False
