@@ -7,12 +7,16 @@ module (``go mod download k8s.io/kubernetes@v1.36.3``); only the paths of served
 schemas reachable from them are kept, and schemas shared by several group-versions are stored once.
 
     python -m kubetrain.embedded.apiserver.openapi_gen $(go env GOMODCACHE)/k8s.io/kubernetes@v1.36.3
+
+It also writes ``data/openapiv2.desc``, gnostic's descriptor of the protobuf form of /openapi/v2,
+from the gnostic-models module that k8s.io/kubernetes requires (in the same module cache).
 """
 
 from __future__ import annotations
 
 import json
 import lzma
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from .openapi import _closure, _refs, _served_path, gv_key
 from .resources import BUILTINS, ResourceType
 
 DATA_FILE = Path(__file__).with_name("data") / "openapi.json.xz"
+DESCRIPTOR_FILE = Path(__file__).with_name("data") / "openapiv2.desc"
 
 # Schemas the documents generated for CRDs refer to, and the group-version they are taken from.
 CRD_SCHEMA_SOURCES = {
@@ -97,6 +102,18 @@ def _type_meta(module_dir: Path) -> dict[str, Any]:
     return {"apiVersion": props["apiVersion"], "kind": props["kind"]}
 
 
+def gnostic_descriptor(module_dir: Path) -> bytes:
+    """The serialized FileDescriptorProto of gnostic's openapi.v2 messages (its ``rawDesc``)."""
+    go_mod = (module_dir / "go.mod").read_text()
+    version = re.search(r"github.com/google/gnostic-models (v\S+)", go_mod)
+    assert version, "k8s.io/kubernetes' go.mod requires no gnostic-models"
+    gnostic = module_dir.parent.parent / "github.com" / "google" / f"gnostic-models@{version.group(1)}"
+    src = (gnostic / "openapiv2" / "OpenAPIv2.pb.go").read_text()
+    start = src.index("var file_openapiv2_OpenAPIv2_proto_rawDesc = []byte{")
+    end = src.index("\n}\n", start)
+    return bytes(int(x, 16) for x in re.findall(r"0x([0-9a-f]{2})", src[start:end]))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
@@ -106,6 +123,8 @@ def main(argv: list[str]) -> int:
     DATA_FILE.parent.mkdir(exist_ok=True)
     DATA_FILE.write_bytes(lzma.compress(raw, preset=9 | lzma.PRESET_EXTREME))
     print(f"{DATA_FILE}: {len(raw)} bytes of JSON, {DATA_FILE.stat().st_size} compressed")
+    DESCRIPTOR_FILE.write_bytes(gnostic_descriptor(Path(argv[0])))
+    print(f"{DESCRIPTOR_FILE}: {DESCRIPTOR_FILE.stat().st_size} bytes")
     return 0
 
 

@@ -5,13 +5,14 @@ As ``k8s.io/kube-openapi/pkg/handler3``: the discovery document lists each group
 (``Cache-Control: public, immutable``, ``Expires``), with a stale hash it redirects (301) to the
 current one; every document has a quoted SHA-512 ``Etag`` and ``Last-Modified`` and answers
 conditional requests with 304 (Go's ``http.ServeContent``); every other response says
-``Cache-Control: no-cache, private`` as kube-apiserver's filters do. Only JSON is produced: a client that
-accepts nothing but the protobuf forms gets 406, which kubectl treats as "no v2 document" and
-falls back to its built-in patch logic (it reads v3 as JSON).
+``Cache-Control: no-cache, private`` as kube-apiserver's filters do. /openapi/v2 is served as JSON
+or as gnostic protobuf (what kubectl asks for); the v3 documents as JSON only (kubectl and
+client-go read them as JSON): a client accepting only their protobuf form gets 406.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import time
 
@@ -21,11 +22,21 @@ from .openapi import Document, OpenAPIService, relative_url
 
 JSON = "application/json"
 _JSON_TYPES = {("application", "json"), ("application", "*"), ("*", "*")}
+_V2_PROTOBUF = (
+    "com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "com.github.proto-openapi.spec.v2.v1.0+protobuf",
+)
 
 
 def _accepts_json(header: str) -> bool:
-    """goautoneg: the clauses by preference; the first one JSON satisfies wins, q=0 excluded."""
-    for clause in (header or "*/*").split(","):
+    return _negotiate(header, ()) == "json"
+
+
+def _negotiate(header: str, protobuf: tuple[str, ...]) -> str | None:
+    """goautoneg: clauses by preference (q=0 excluded); ``json`` or ``protobuf`` for the first
+    one either satisfies, JSON first where a wildcard allows both, as kube-openapi lists them."""
+    clauses = []
+    for order, clause in enumerate((header or "*/*").split(",")):
         parts = [p.strip() for p in clause.split(";")]
         mime = parts[0]
         q = 1.0
@@ -38,9 +49,13 @@ def _accepts_json(header: str) -> bool:
         if q <= 0 or "/" not in mime:
             continue
         kind, _, sub = mime.partition("/")
+        clauses.append((-q, order, kind, sub))
+    for _, _, kind, sub in sorted(clauses):
         if (kind, sub) in _JSON_TYPES:
-            return True
-    return False
+            return "json"
+        if kind == "application" and sub in protobuf:
+            return "protobuf"
+    return None
 
 
 def _http_date(ts: float) -> str:
@@ -92,12 +107,24 @@ class OpenAPIHandlers:
 
     def __init__(self, service: OpenAPIService) -> None:
         self.service = service
+        self._v2_proto: tuple[str, bytes] | None = None
 
     async def v2(self, request: web.Request) -> web.StreamResponse:
         headers = {**NO_CACHE, "Vary": "Accept"}
-        if not _accepts_json(request.headers.get("Accept", "")):
+        form = _negotiate(request.headers.get("Accept", ""), _V2_PROTOBUF)
+        if form is None:
             return web.Response(status=406, headers=headers)
-        return _serve(request, self.service.v2(), headers)
+        doc = self.service.v2()
+        if form == "protobuf":
+            from .openapi_proto import CONTENT_TYPE, to_protobuf  # protobuf is imported on first use
+
+            if self._v2_proto is None or self._v2_proto[0] != doc.etag:
+                # Seconds of CPU for the whole document: off the event loop, cached by its hash.
+                data = await asyncio.get_running_loop().run_in_executor(None, to_protobuf, doc.doc)
+                self._v2_proto = (doc.etag, data)
+            served = Document(doc.doc, self._v2_proto[1], doc.etag, doc.last_modified)
+            return _serve(request, served, headers, content_type=CONTENT_TYPE)
+        return _serve(request, doc, headers)
 
     async def v3_discovery(self, request: web.Request) -> web.StreamResponse:
         """As the aggregator serves it: no Etag, Last-Modified of now, sniffed as text/plain."""

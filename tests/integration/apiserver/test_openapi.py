@@ -6,6 +6,9 @@ import re
 from typing import Any
 
 import pytest
+import yaml
+
+from kubetrain.embedded.apiserver.openapi_proto import parse
 
 from .helpers import CRDS, Http, WidgetKind, eventually, wait_served
 
@@ -159,3 +162,27 @@ async def test_v2_json(http: Http, accept: str) -> None:
     patch = doc["paths"]["/apis/batch/v1/namespaces/{namespace}/jobs/{name}"]["patch"]
     assert patch["x-kubernetes-group-version-kind"] == {"group": "batch", "kind": "Job", "version": "v1"}
     assert "application/strategic-merge-patch+json" in patch["consumes"]
+
+
+async def test_v2_protobuf_as_kubectl_requests_it(http: Http) -> None:
+    accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    async with http.session.get(http.base + "/openapi/v2", headers={"Accept": accept}) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        etag = resp.headers["Etag"]
+        data = await resp.read()
+    _, _, headers = await http.get("/openapi/v2", headers={"Accept": "application/json"})
+    assert headers["Etag"] == etag  # one document, two encodings
+    doc = parse(data)
+    assert doc.swagger == "2.0"
+    defs = {d.name: d.value for d in doc.definitions.additional_properties}
+    pod = defs["io.k8s.api.core.v1.Pod"]
+    ext = {e.name: yaml.safe_load(e.value.yaml) for e in pod.vendor_extension}
+    assert ext["x-kubernetes-group-version-kind"] == [{"group": "", "kind": "Pod", "version": "v1"}]
+    spec = {p.name: p.value for p in defs["io.k8s.api.core.v1.PodSpec"].properties.additional_properties}
+    assert spec["containers"].type.value == ["array"]
+    assert spec["containers"].items.schema[0]._ref == "#/definitions/io.k8s.api.core.v1.Container"
+    paths = {p.name: p.value for p in doc.paths.path}
+    patch = paths["/api/v1/namespaces/{namespace}/pods/{name}"].patch
+    assert patch.operation_id == "patchCoreV1NamespacedPod"
+    assert "application/strategic-merge-patch+json" in patch.consumes
