@@ -174,6 +174,29 @@ async def test_kubectl_logs_and_exec_through_the_api_server(
         assert (code, out) == (0, "in\n"), (spdy, err)
 
 
+async def test_kubectl_exec_translated_to_spdy_by_the_api_server(
+    kube: KubeClient, cluster_env: ClusterEnv
+) -> None:
+    """A node that does not declare ExtendWebSocketsToKubelet (any kubelet before 1.36) gets
+    kubectl's WebSocket translated by kube-apiserver into SPDY/3.1: the node must speak it."""
+    ns = cluster_env.namespace
+    await kube.create(pod("kl-spdy", ns, SERVING))
+    running = await wait_running(kube, ns, "kl-spdy")
+    node = running["spec"]["nodeName"]
+    if node != await _our_node(kube, cluster_env):
+        pytest.skip(f"pod landed on {node}, not on a `kubetrain node`")
+    await kube.patch_status("v1", "Node", None, node, {"status": {"declaredFeatures": None}})
+    try:
+        code, out, err = await kubectl(
+            cluster_env, "exec", "-i", "kl-spdy", "--", "sh", "-c", "cat; exit 5", stdin=b"via spdy\n"
+        )
+    finally:
+        await kube.patch_status(
+            "v1", "Node", None, node, {"status": {"declaredFeatures": ["ExtendWebSocketsToKubelet"]}}
+        )
+    assert (code, out) == (5, "via spdy\n"), err
+
+
 async def test_graceful_delete_kills_then_removes_the_pod(kube: KubeClient, cluster_env: ClusterEnv) -> None:
     ns = cluster_env.namespace
     created = await kube.create(pod("kl-delete", ns, SERVING, terminationGracePeriodSeconds=30))
