@@ -23,7 +23,7 @@ from .gc import ControllerManager
 from .handlers import APIHandler
 from .kubeconfig import write_kubeconfig
 from .logs import LogProvider
-from .openapi import OpenAPIService
+from .openapi import OpenAPIService, builtin_data
 from .openapi_http import OpenAPIHandlers
 from .resources import NAMESPACE_KEY, ResourceCatalog
 from .rest import Converter, ObjectStorage, PodDeletion
@@ -116,6 +116,8 @@ class EmbeddedAPIServer:
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         self._host, self._port = host, server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         self._loop = asyncio.get_running_loop()
+        # The OpenAPI schemas field validation needs: decompressed off the loop, not on a first write.
+        self._loop.run_in_executor(None, builtin_data)
         self._tasks = [
             asyncio.create_task(self._controllers.run(), name="kubetrain-apiserver-controllers"),
             asyncio.create_task(self.hub.run_bookmarks(), name="kubetrain-apiserver-bookmarks"),
