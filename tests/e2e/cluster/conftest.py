@@ -20,7 +20,8 @@ import pytest
 
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
-from tests.integration.operator_process.procs import OperatorProc, Proc
+from tests.e2e.cluster import operator_identity
+from tests.integration.operator_process.procs import OperatorProc, Proc, free_port
 
 WEBHOOK_CONFIGURATION = "validator.training-operator.kubeflow.org"
 
@@ -49,6 +50,8 @@ class ClusterEnv:
     mode: str
     timeout: float
     webhook_installed: bool = False
+    own_webhook: bool = False
+    """The tier created the webhook configuration (served by its operator) and removes it after."""
     embedded: bool = False
     node_name: str | None = None
     processes: list[Proc] = field(default_factory=list)
@@ -77,13 +80,16 @@ async def _prepare(env: ClusterEnv) -> bool:
         version = await kube.request("GET", "/version")
         env.embedded = "kubetrain" in str(version.get("gitVersion", ""))
         try:
-            await kube.get(
+            config = await kube.get(
                 "admissionregistration.k8s.io/v1",
                 "ValidatingWebhookConfiguration",
                 None,
                 WEBHOOK_CONFIGURATION,
             )
-            env.webhook_installed = True
+            if operator_identity.made_by_the_tier(config):
+                await operator_identity.remove_webhook(kube)  # left by a killed run
+            else:
+                env.webhook_installed = True
         except ApiError as err:
             if not err.not_found:
                 raise
@@ -99,8 +105,36 @@ async def _wait_node_ready(env: ClusterEnv, name: str) -> None:
     raise TimeoutError(f"node {name} did not become Ready")
 
 
+async def _operator_connection(env: ClusterEnv, logs: Path) -> tuple[Path, list[str]]:
+    """The tier operator's kubeconfig and flags: on a real API server it is its ServiceAccount (the
+    manifests' RBAC) and serves its webhook over TLS unless one is installed; on an embedded plane
+    it is the admin and installs the CRDs itself."""
+    if env.embedded:
+        return env.kubeconfig, [*env.connection_flags(), "--install-crds", "--no-webhook"]
+    async with await env.client() as kube:
+        kubeconfig = await operator_identity.operator_kubeconfig(
+            kube, env.kubeconfig, logs / "operator.kubeconfig"
+        )
+        if env.webhook_installed:
+            return kubeconfig, ["--no-webhook"]
+        port = free_port()
+        cert_dir = logs / "webhook-certs"
+        ca = operator_identity.loopback_certificates(cert_dir)
+        await operator_identity.install_webhook(kube, port, ca)
+        env.webhook_installed = env.own_webhook = True
+    return kubeconfig, [
+        "--webhook-server-port",
+        str(port),
+        "--webhook-cert-dir",
+        str(cert_dir),
+        "--no-webhook-cert-generation",
+    ]
+
+
 async def _cleanup(env: ClusterEnv) -> None:
     async with await env.client() as kube:
+        if env.own_webhook:
+            await operator_identity.remove_webhook(kube)
         try:
             await kube.delete("v1", "Namespace", None, env.namespace)
         except ApiError as err:
@@ -112,6 +146,30 @@ async def _cleanup(env: ClusterEnv) -> None:
             except ApiError as err:
                 if not err.not_found:
                     raise
+
+
+def _node_args(env: ClusterEnv, workdir: Path) -> list[str]:
+    """`kubetrain node` as the cluster's kubelet: its pods get their own loopback addresses and
+    resolve each other by service names. It binds pending pods itself only where no scheduler runs
+    (an embedded plane, or KUBETRAIN_E2E_BIND_PENDING=1)."""
+    from tests.e2e.cluster import tier
+
+    args = ["node", "--kubeconfig", str(env.kubeconfig), *env.connection_flags()]
+    args += ["--name", str(env.node_name)]
+    if env.embedded or os.environ.get("KUBETRAIN_E2E_BIND_PENDING") == "1":
+        args.append("--bind-pending")
+    root = workdir.parent / "node-root"  # kept after the run: pod logs and sandboxes for a post-mortem
+    return [*args, "--network", tier.NETWORK, "--workdir", str(workdir), "--root-dir", str(root)]
+
+
+def _node_env(logs: Path) -> dict[str, str]:
+    """The real-MXNet example's images run in the MXNet interpreter, as in `tests/e2e/test_examples`."""
+    python = os.environ.get("KUBETRAIN_E2E_MXNET_PYTHON", "")
+    if not python:
+        return {}
+    image_map = logs / "images.yaml"
+    image_map.write_text(f'images:\n  - image: "docker.io/kubeflow/mxnet*"\n    python: {python}\n')
+    return {"KUBETRAIN_IMAGE_MAP": str(image_map)}
 
 
 @pytest.fixture(scope="session")
@@ -126,39 +184,15 @@ def cluster_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterEnv
     needs_node = asyncio.run(_prepare(env))
     try:
         if env.mode == "local":
-            operator = OperatorProc(
-                env.kubeconfig,
-                logs / "operator.log",
-                *env.connection_flags(),
-                "--install-crds",
-                "--no-webhook",
-                "--namespace",
-                env.namespace,
-            )
+            kubeconfig, flags = asyncio.run(_operator_connection(env, logs))
+            operator = OperatorProc(kubeconfig, logs / "operator.log", *flags, "--namespace", env.namespace)
             env.processes.append(operator)
             asyncio.run(operator.wait_ready(120))
         if needs_node:
             env.node_name = f"kubetrain-e2e-{suffix}"
             workdir = logs / "work"
             workdir.mkdir()
-            env.processes.append(
-                Proc(
-                    [
-                        "node",
-                        "--kubeconfig",
-                        str(env.kubeconfig),
-                        *env.connection_flags(),
-                        "--name",
-                        env.node_name,
-                        "--bind-pending",
-                        "--network",
-                        "host",
-                        "--workdir",
-                        str(workdir),
-                    ],
-                    logs / "node.log",
-                )
-            )
+            env.processes.append(Proc(_node_args(env, workdir), logs / "node.log", env=_node_env(logs)))
             asyncio.run(_wait_node_ready(env, env.node_name))
         print(
             f"\ncluster tier: namespace {env.namespace}, operator {env.mode}, "

@@ -10,7 +10,13 @@ Settings (environment):
   `kubetrain install`, or the one inside `kubetrain up`);
 * `KUBETRAIN_E2E_IMAGE`: the image of test pods on real nodes (default python:3.11-slim; the
   commands are `python -c ...`);
-* `KUBETRAIN_E2E_TIMEOUT`: seconds a job may take to finish (default 120).
+* `KUBETRAIN_E2E_TIMEOUT`: seconds a job may take to finish (default 120);
+* `KUBETRAIN_E2E_NETWORK`: the network of the tier's own node, `isolated` (default: a loopback
+  address per pod, names resolve) or `host`;
+* `KUBETRAIN_E2E_BIND_PENDING=1`: the tier's node also binds pending pods (clusters without a
+  scheduler; always on for an embedded plane).
+
+`.ci/run` starts a real control plane with `scripts/k8s-control-plane up` and points the tier at it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ KUBECONFIG = Path(_PATH).expanduser()
 CONTEXT = os.environ.get("KUBETRAIN_E2E_CONTEXT") or None
 OPERATOR_MODE = os.environ.get("KUBETRAIN_E2E_OPERATOR", "local")
 TIMEOUT = float(os.environ.get("KUBETRAIN_E2E_TIMEOUT", "120"))
+NETWORK = os.environ.get("KUBETRAIN_E2E_NETWORK", "isolated")
+if NETWORK not in ("isolated", "host"):
+    raise ValueError(f"KUBETRAIN_E2E_NETWORK={NETWORK!r}: use isolated or host")
 if OPERATOR_MODE not in ("local", "external"):
     raise ValueError(f"KUBETRAIN_E2E_OPERATOR={OPERATOR_MODE!r}: use local or external")
 if not KUBECONFIG.is_file():

@@ -51,7 +51,13 @@ def child_env() -> dict[str, str]:
 class Proc:
     """`python -m kubetrain.cli.main ARGS` with its output in `log_path`."""
 
-    def __init__(self, args: Sequence[str], log_path: Path, cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        args: Sequence[str],
+        log_path: Path,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.args = list(args)
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
@@ -59,7 +65,7 @@ class Proc:
             [sys.executable, "-m", "kubetrain.cli.main", *self.args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env=child_env(),
+            env={**child_env(), **(env or {})},
             cwd=cwd or REPO,
         )
 

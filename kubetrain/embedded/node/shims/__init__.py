@@ -1,5 +1,10 @@
 """Small executables the node agent puts on every pod's PATH: ``ssh``, ``kubectl`` and helpers.
 
+``nslookup`` answers from the pod's own resolver (nss_wrapper's names of pods and services)
+through ``getent``: images such as upstream's PyTorch init container (``until nslookup
+<master>``) expect one, a real ``nslookup`` asks a DNS server that knows no pod names, and many
+machines have none at all.
+
 They are ``/bin/sh`` wrappers, written into the agent's own ``bin`` directory at start, that run
 `client` with the agent's Python in isolated mode (``-I -S``: no site-packages, no user
 ``PYTHON*`` variables), so they work in any pod whatever its Python environment; the endpoint's
@@ -21,6 +26,14 @@ TOOLS = {
     "kubetrain-kubectl-delivery": "kubectl-delivery",
 }
 SSHD_PLACEHOLDER = "kubetrain-sshd"
+NSLOOKUP = r"""
+name=""
+for arg in "$@"; do case "$arg" in -*) ;; *) [ -n "$name" ] || name="$arg" ;; esac; done
+[ -n "$name" ] || { echo "usage: nslookup NAME" >&2; exit 1; }
+addresses=$(getent ahosts "$name" | awk '{print $1}' | sort -u)
+[ -n "$addresses" ] || { echo "** server can't find $name: NXDOMAIN" >&2; exit 1; }
+printf 'Name:\t%s\n' "$name"
+for a in $addresses; do printf 'Address: %s\n' "$a"; done"""
 
 
 def install(bin_dir: Path, socket_path: Path, python: str = sys.executable) -> Path:
@@ -32,6 +45,7 @@ def install(bin_dir: Path, socket_path: Path, python: str = sys.executable) -> P
         for name, tool in TOOLS.items()
     }
     scripts[SSHD_PLACEHOLDER] = f"{base} sshd"
+    scripts["nslookup"] = NSLOOKUP
     for name, line in scripts.items():
         path = bin_dir / name
         tmp = path.with_name(f".{name}.tmp")

@@ -1,0 +1,111 @@
+"""Every example of `examples/local/` on the cluster, as a user would submit it there.
+
+The same YAML that `kubetrain run` trains locally is created unchanged on the cluster; on a real
+control plane its pods are bound by the real kube-scheduler to the tier's `kubetrain node`, batch
+Jobs (MPIJob v2beta1's launcher) are run by the real Job controller and children are deleted by
+the real garbage collector. The one edit: each container's `workingDir` is set to the example's
+copy on this machine, since an example's program is a file beside its YAML (on a real node it
+would be in the image). Real MXNet (`job-mxnet.yaml`) needs its interpreter mapped by the node's
+image map, so it runs when KUBETRAIN_E2E_MXNET_PYTHON is set (always in CI).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubetrain.runtime.transport import KubeClient
+from tests.e2e.cluster import tier
+from tests.e2e.cluster.conftest import ClusterEnv
+from tests.e2e.e2e_helpers import require_modules
+from tests.integration.operator_process.jobs import conditions, wait_for
+from tests.integration.operator_process.procs import REPO
+
+assert tier.KUBECONFIG  # importing tier skips this module without a cluster
+
+JsonDict = dict[str, Any]
+EXAMPLES = REPO / "examples" / "local"
+EXPECTED_FAILED = {"backoff-exceeded"}
+"""Examples about a failure: their job must end Failed."""
+EXAMPLE_TIMEOUT = 300.0
+FRAMEWORKS = {
+    "pytorch-ddp-digits": ("torch", "sklearn"),
+    "tensorflow-mwms": ("tensorflow", "sklearn"),
+    "tensorflow-ps-worker-chief": ("tensorflow", "sklearn"),
+    "xgboost-iris": ("xgboost", "sklearn"),
+    "jax-multiprocess": ("jax",),
+    "paddle-collective": ("paddle",),
+    "mpi-pytorch": ("torch", "mpi4py", "sklearn"),
+    "mpi-v1-allreduce": ("mpi4py",),
+    "mpi-v2beta1-allreduce": ("mpi4py",),
+    "chainer-mpi": ("mpi4py",),
+    "mxnet-ps": ("sklearn",),
+}
+
+
+def _example_files() -> list[Path]:
+    return sorted(EXAMPLES.glob("*/job*.yaml"))
+
+
+def _pod_templates(node: Any) -> list[JsonDict]:
+    """Every pod template under a job's spec, whatever the kind's layout (replica specs, master
+    and worker sets, a single replicaSpecs)."""
+    if isinstance(node, list):
+        return [t for item in node for t in _pod_templates(item)]
+    if not isinstance(node, dict):
+        return []
+    template = node.get("template")
+    if isinstance(template, dict) and "containers" in (template.get("spec") or {}):
+        return [template]
+    return [t for value in node.values() for t in _pod_templates(value)]
+
+
+def _with_working_dir(obj: JsonDict, directory: Path) -> JsonDict:
+    """Point every container of every pod template at `directory`, where the example's files are."""
+    for template in _pod_templates(obj["spec"]):
+        pod = template["spec"]
+        for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
+            container["workingDir"] = str(directory)
+    return obj
+
+
+def _finished(obj: JsonDict) -> str | None:
+    """Succeeded or Failed once the job is; the historical kinds copy their batch Job's `Complete`."""
+    state = conditions(obj)
+    if state.get("Failed") == "True":
+        return "Failed"
+    return "Succeeded" if "True" in (state.get("Succeeded"), state.get("Complete")) else None
+
+
+@pytest.mark.parametrize("path", _example_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+async def test_example_runs_on_the_cluster(
+    path: Path, kube: KubeClient, cluster_env: ClusterEnv, tmp_path: Path
+) -> None:
+    example = path.parent.name
+    require_modules(*FRAMEWORKS.get(example, ()))
+    if path.name == "job-mxnet.yaml" and not os.environ.get("KUBETRAIN_E2E_MXNET_PYTHON"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true: KUBETRAIN_E2E_MXNET_PYTHON is not set")
+        pytest.skip("set KUBETRAIN_E2E_MXNET_PYTHON to run real MXNet")
+    copy = tmp_path / example
+    shutil.copytree(path.parent, copy, ignore=shutil.ignore_patterns("__pycache__", ".model", "log"))
+    obj = _with_working_dir(yaml.safe_load((copy / path.name).read_text()), copy)
+    obj["metadata"]["namespace"] = cluster_env.namespace
+    api_version = obj["apiVersion"]
+    name = obj["metadata"]["name"]
+
+    await kube.create(obj)
+
+    async def outcome() -> str | None:
+        return _finished(await kube.get(api_version, obj["kind"], cluster_env.namespace, name))
+
+    result = await wait_for(outcome, EXAMPLE_TIMEOUT, f"{obj['kind']} {name} finished")
+    expected = "Failed" if example in EXPECTED_FAILED else "Succeeded"
+    final = await kube.get(api_version, obj["kind"], cluster_env.namespace, name)
+    assert result == expected, yaml.safe_dump(final.get("status"))
+    await kube.delete(api_version, obj["kind"], cluster_env.namespace, name, propagation_policy="Foreground")
