@@ -20,7 +20,7 @@ from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.e2e.cluster import tier
 from tests.e2e.cluster.conftest import ClusterEnv
-from tests.integration.operator_process.jobs import PodAddedLog, job, pods_of, wait_for
+from tests.integration.operator_process.jobs import PodAddedLog, job, pods_of, wait_condition, wait_for
 from tests.integration.operator_process.procs import LEASE_FLAGS, OperatorProc
 
 assert tier.KUBECONFIG  # importing tier skips this module without a cluster
@@ -30,7 +30,7 @@ LEASE_DURATION = 4.0
 
 @pytest.fixture
 async def failover_namespace(kube: KubeClient, cluster_env: ClusterEnv) -> AsyncIterator[str]:
-    name = f"{cluster_env.namespace}-fo"
+    name = f"{cluster_env.namespace}-fo-{secrets.token_hex(2)}"  # a real namespace takes a while to go
     await kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
     try:
@@ -94,3 +94,37 @@ async def test_killing_the_leader_hands_over_without_duplicate_pods(
 
 async def _has_pods(kube: KubeClient, ns: str, job_name: str, count: int) -> bool:
     return len(await pods_of(kube, ns, job_name)) == count
+
+
+async def test_an_operator_killed_mid_job_and_restarted_makes_no_duplicate_pod(
+    kube: KubeClient, cluster_env: ClusterEnv, failover_namespace: str, tmp_path: Path
+) -> None:
+    """SIGKILL while the job's pods are being created; the next operator finishes the job from what
+    the API server holds, creating each missing pod once and none twice."""
+    ns = failover_namespace
+    flags = (*cluster_env.connection_flags(), "--no-webhook", "--namespace", ns)
+    replicas = 6
+    audit = PodAddedLog(kube, ns)
+    first = OperatorProc(cluster_env.kubeconfig, tmp_path / "first.log", *flags)
+    second: OperatorProc | None = None
+    try:
+        await first.wait_ready(120)
+        await audit.start()
+        created = await kube.create(
+            job("TFJob", "restarted", ns, "import time; time.sleep(2)", replicas=replicas)
+        )
+        await wait_for(lambda: pods_of(kube, ns, "restarted"), cluster_env.timeout, "a first pod")
+        first.signal(signal.SIGKILL)
+        second = OperatorProc(cluster_env.kubeconfig, tmp_path / "second.log", *flags)
+        await second.wait_ready(120)
+
+        await wait_condition(kube, created, "Succeeded", cluster_env.timeout)
+
+        await audit.stop()
+        assert audit.duplicates() == []
+        assert len(await pods_of(kube, ns, "restarted")) == replicas
+    finally:
+        await audit.stop()
+        first.stop()
+        if second is not None:
+            second.stop()

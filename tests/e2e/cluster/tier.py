@@ -1,6 +1,7 @@
 """The cluster tier's switch: importing this module skips the importing test module when
-`KUBETRAIN_E2E_KUBECONFIG` is unset. That is the tier's one skip, by design: without a cluster
-there is nothing to test here (everything else runs against the embedded API server in CI).
+`KUBETRAIN_E2E_KUBECONFIG` is unset, outside CI. That is the tier's one skip, by design: without a
+cluster there is nothing to test here. Under CI=true it is an error instead: `.ci/run` starts a
+real control plane for it.
 
 Settings (environment):
 * `KUBETRAIN_E2E_KUBECONFIG` (required): the cluster to test;
@@ -27,11 +28,14 @@ from pathlib import Path
 import pytest
 
 _PATH = os.environ.get("KUBETRAIN_E2E_KUBECONFIG", "")
+_HOW = (
+    "set KUBETRAIN_E2E_KUBECONFIG to a cluster's kubeconfig, e.g. a real control plane on this "
+    "machine: scripts/k8s-control-plane up DIR, then KUBETRAIN_E2E_KUBECONFIG=DIR/kubeconfig"
+)
 if not _PATH:
-    pytest.skip(
-        "cluster tier: set KUBETRAIN_E2E_KUBECONFIG=<kubeconfig of a real cluster> to run it",
-        allow_module_level=True,
-    )
+    if os.environ.get("CI") == "true":
+        raise RuntimeError(f"CI=true: the cluster tier must run: {_HOW}")
+    pytest.skip(f"cluster tier: {_HOW}", allow_module_level=True)
 
 KUBECONFIG = Path(_PATH).expanduser()
 CONTEXT = os.environ.get("KUBETRAIN_E2E_CONTEXT") or None
