@@ -1,19 +1,29 @@
-"""One container instance as a local process group: start, wait, terminate, never leave orphans.
+"""One container instance as local processes: start, wait, terminate, never leave orphans.
 
-Each container runs in its own session (``setsid``), so its process group holds everything it
-forks (torchrun's workers, ``bash -c`` children). When the main process exits, what is left of
-the group is killed, as a container runtime tears down a container's cgroup; on deletion the group
-gets SIGTERM, then SIGKILL after the grace period. A program that starts its own session escapes
-this (the one known gap without cgroups).
+Each container runs in its own session (``setsid``), so its process group holds what it forks
+(torchrun's workers, ``bash -c`` children). Without cgroups a process can leave the group (its own
+``setsid``, a double fork), so every container's environment also carries a tag,
+``KUBETRAIN_CONTAINER=<node token>.<instance>``, which descendants inherit: when the main process
+exits, or the container is deleted (SIGTERM, then SIGKILL after the grace period), the group and
+every process carrying the tag are killed, as a container runtime tears down a container's
+cgroup. If the node process itself dies, even by SIGKILL, a small guardian process (one per node
+process, in its own session) sees its pipe close and kills every process of that node's tag.
+
+A process that clears its environment and leaves the session escapes (the one known gap without
+cgroups). Any OSError at exec (E2BIG, ENOEXEC, ELOOP, ...) is a StartError, as runc reports it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
+import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Mapping
 
 from .errors import StartError
@@ -24,6 +34,14 @@ PIPE_DRAIN_SECONDS = 2.0
 EXIT_POLL_SECONDS = 0.1
 
 
+TAG_ENV = "KUBETRAIN_CONTAINER"
+"""The environment variable that marks every process of a container instance (see the docstring)."""
+NODE_TOKEN = uuid.uuid4().hex[:16]
+"""This node process's part of every tag: the guardian kills all of them if the process dies."""
+SWEEP_ROUNDS = 5
+"""Kill passes per sweep: a process forking while it is being killed is found on the next pass."""
+
+
 def _killpg(pgid: int, sig: int) -> bool:
     try:
         os.killpg(pgid, sig)
@@ -32,13 +50,138 @@ def _killpg(pgid: int, sig: int) -> bool:
         return False
 
 
+def tagged_pids(needle: bytes) -> list[int]:
+    """Pids whose environment holds `needle` (e.g. ``\\0KUBETRAIN_CONTAINER=<tag>\\0``), by /proc."""
+    found = []
+    own = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as fh:
+                environ = b"\0" + fh.read()
+        except OSError:
+            continue
+        if needle in environ:
+            found.append(int(entry.name))
+    return found
+
+
+def kill_tagged(needle: bytes, sig: int = signal.SIGKILL) -> int:
+    """Signal every process carrying `needle` until none is left; returns how many were found."""
+    total = 0
+    for _ in range(SWEEP_ROUNDS):
+        pids = tagged_pids(needle)
+        if not pids:
+            break
+        total += len(pids)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        time.sleep(0.01)
+    return total
+
+
+def _tag_needle(tag: str) -> bytes:
+    return f"\0{TAG_ENV}={tag}\0".encode()
+
+
+_GUARDIAN = r"""
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+while os.read(0, 4096):
+    pass
+needle = ("\0" + sys.argv[1]).encode()
+for _ in range(10):
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % name, "rb") as fh:
+                if needle in b"\0" + fh.read():
+                    pids.append(int(name))
+        except OSError:
+            pass
+    if not pids:
+        break
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.05)
+"""
+
+
+class _Guardian:
+    """Kills every container of this node process when the process dies, however it dies.
+
+    A parent-death signal (PR_SET_PDEATHSIG) would reach only each container's first process,
+    not what that process forked, and setting it needs a preexec hook, which makes every container
+    start fork() the whole node instead of vfork(); a pipe whose only writer is this process ends
+    exactly when the process does.
+    """
+
+    def __init__(self) -> None:
+        self._pid: int | None = None
+        self._fd: int | None = None
+        self._owner = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def ensure(self) -> None:
+        if self._pid is not None and self._owner == os.getpid() and self._alive():
+            return
+        read_end, write_end = os.pipe()  # non-inheritable: no container holds the write end
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _GUARDIAN, f"{TAG_ENV}={NODE_TOKEN}."],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                start_new_session=True,
+                env={k: v for k, v in os.environ.items() if k != TAG_ENV},
+            )
+        finally:
+            os.close(read_end)
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._pid, self._fd, self._owner = proc.pid, write_end, os.getpid()
+        self._proc = proc  # keeps the Popen (and so its reaping) alive
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+
+GUARDIAN = _Guardian()
+
+
+def _start_error(err: OSError, argv: list[str], cwd: str) -> StartError:
+    """runc's wording for a failed exec: `exec: "<argv0>": <Go's errno text>`."""
+    if isinstance(err, FileNotFoundError):
+        missing = argv[0] if err.filename in (None, argv[0]) else err.filename
+        if err.filename == cwd or not os.path.isdir(cwd):
+            return StartError(f'chdir to cwd ("{cwd}") set in config.json failed: no such file or directory')
+        return StartError(f'exec: "{missing}": executable file not found in $PATH')
+    if isinstance(err, PermissionError):
+        return StartError(f'exec: "{argv[0]}": permission denied')
+    text = os.strerror(err.errno) if err.errno else str(err)
+    text = text[:1].lower() + text[1:]  # Go's syscall.Errno strings are lower case
+    name = errno.errorcode.get(err.errno or 0, "")
+    return StartError(f'exec: "{argv[0]}": {text}' + (f" ({name})" if name else ""))
+
+
 class ContainerProcess:
     """A started container instance; `exit_code` follows the runtime convention (128+signal)."""
 
     def __init__(
-        self, proc: asyncio.subprocess.Process, log: LogFile, pumps: list[asyncio.Task[None]]
+        self, proc: asyncio.subprocess.Process, log: LogFile, pumps: list[asyncio.Task[None]], tag: str = ""
     ) -> None:
         self.proc = proc
+        self.tag = tag
         self.pid = proc.pid
         self.log = log
         self.started_at = time.time()
@@ -51,10 +194,12 @@ class ContainerProcess:
     async def start(cls, argv: list[str], env: Mapping[str, str], cwd: str, log: LogFile) -> ContainerProcess:
         log.path.parent.mkdir(parents=True, exist_ok=True)
         out = open(log.path, "ab")  # noqa: SIM115 -- closed by the pumps' owner when both are done
+        tag = f"{NODE_TOKEN}.{uuid.uuid4().hex}"
         try:
+            GUARDIAN.ensure()
             proc = await asyncio.create_subprocess_exec(
                 *argv,
-                env=dict(env),
+                env={**env, TAG_ENV: tag},
                 cwd=cwd,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
@@ -62,17 +207,12 @@ class ContainerProcess:
                 start_new_session=True,
                 limit=64 * 1024,
             )
-        except FileNotFoundError as err:
+        except OSError as err:  # any exec failure (E2BIG, ENOEXEC, ELOOP, ...) fails the start
             out.close()
-            missing = argv[0] if err.filename in (None, argv[0]) else err.filename
-            if err.filename == cwd or not os.path.isdir(cwd):
-                raise StartError(
-                    f'chdir to cwd ("{cwd}") set in config.json failed: no such file or directory'
-                ) from err
-            raise StartError(f'exec: "{missing}": executable file not found in $PATH') from err
-        except PermissionError as err:
+            raise _start_error(err, argv, cwd) from err
+        except ValueError as err:  # an embedded NUL byte in argv or env: exec cannot even be tried
             out.close()
-            raise StartError(f'exec: "{argv[0]}": permission denied') from err
+            raise StartError(f'exec: "{argv[0]}": invalid argument ({err})') from err
         assert proc.stdout is not None and proc.stderr is not None
         pumps = [
             asyncio.create_task(pump(proc.stdout, "stdout", out)),
@@ -85,7 +225,7 @@ class ContainerProcess:
             log.done = True
 
         closer = asyncio.create_task(close_when_drained())
-        return cls(proc, log, [*pumps, closer])
+        return cls(proc, log, [*pumps, closer], tag)
 
     async def _exit_status(self) -> int:
         """The process's exit status as soon as it exits.
@@ -107,7 +247,9 @@ class ContainerProcess:
         rc = await self._exit_status()
         self.finished_at = time.time()
         self.exit_code = 128 - rc if rc < 0 else rc
-        _killpg(self.pid, signal.SIGKILL)  # the container is over: so is everything it started
+        _killpg(self.pid, signal.SIGKILL)  # the container is over: so is everything it started,
+        if self.tag:  # including what left the group (setsid, double fork)
+            await asyncio.to_thread(kill_tagged, _tag_needle(self.tag))
         # A process that left the group (setsid, daemonised) may still hold the pipes open: give
         # the pumps a moment to drain what was written, then stop reading instead of waiting for
         # an EOF that may never come (that hung the node's shutdown).
@@ -128,8 +270,16 @@ class ContainerProcess:
         """SIGTERM to the group, SIGKILL after `grace` seconds; returns the exit code."""
         if self.running:
             _killpg(self.pid, signal.SIGTERM)
+            if self.tag:
+                await asyncio.to_thread(_signal_tagged, _tag_needle(self.tag), signal.SIGTERM)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._waiter), timeout=max(grace, 0.0))
         if self.running:
             _killpg(self.pid, signal.SIGKILL)
         return await self.wait()
+
+
+def _signal_tagged(needle: bytes, sig: int) -> None:
+    for pid in tagged_pids(needle):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
