@@ -74,11 +74,13 @@ def path_not_found() -> APIError:
     return APIError(404, "NotFound", "the server could not find the requested resource", {})
 
 
-def already_exists(group: str, resource: str, name: str) -> APIError:
+def already_exists(group: str, resource: str, name: str, being_deleted: bool = False) -> APIError:
+    """``being_deleted``: the name is held by an object waiting for its finalizers or grace."""
+    prefix = "object is being deleted: " if being_deleted else ""
     return APIError(
         409,
         "AlreadyExists",
-        f'{qualified(group, resource)} "{name}" already exists',
+        f'{prefix}{qualified(group, resource)} "{name}" already exists',
         _details(group, resource, name),
     )
 
@@ -115,6 +117,11 @@ def method_not_supported(group: str, resource: str, action: str) -> APIError:
         f'{action} is not supported on resources of kind "{qualified(group, resource)}"',
         _details(group, resource),
     )
+
+
+def router_unsupported_media_type() -> APIError:
+    """The answer to a Content-Type no patch route consumes: go-restful's message in a Status."""
+    return APIError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
 
 
 def unsupported_media_type(message: str) -> APIError:
@@ -205,7 +212,8 @@ class FieldError:
 
 def invalid(group: str, kind: str, name: str, errs: list[FieldError]) -> APIError:
     """``errors.NewInvalid``: 422 with one cause per field error."""
-    agg = str(errs[0]) if len(errs) == 1 else "[" + ", ".join(str(e) for e in errs) + "]"
+    shown = list(dict.fromkeys(str(e) for e in errs))  # ToAggregate drops repeated messages
+    agg = shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
     causes = [{"reason": e.type, "message": e.body(), "field": e.field} for e in errs]
     details: dict[str, Any] = {}
     if name:

@@ -23,7 +23,7 @@ from .faults import FaultInjector
 from .jsonutil import dumps, loads
 from .listopts import list_version, parse_resource_version, too_large
 from .logs import LogOptions, LogProvider, LogUnavailable
-from .resources import ResourceType
+from .resources import BUILTINS, ResourceType
 from .rest import APPLY_PATCH, DeleteOptions, ObjectStorage
 from .selection import FieldSelector, LabelSelector, SelectorError
 from .store import TooOld
@@ -51,6 +51,24 @@ def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 
 def _error(err: APIError) -> web.Response:
     return _json(err.status(), err.code, err.headers or None)
+
+
+_BUILTIN_GROUPS = frozenset(rt.group for rt in BUILTINS)
+
+
+def _plain_not_found(path: str, err: APIError) -> bool:
+    """Whether kube-apiserver's delegation chain ends in the mux's plain-text 404 for this path:
+    outside /api and the built-in groups' handlers (unknown groups, custom resources' groups)."""
+    if err.code != 404 or err.details != {}:
+        return False
+    segs = [s for s in path.split("/") if s]
+    if not segs or segs[0] == "api":
+        return False
+    return segs[0] != "apis" or (len(segs) >= 2 and segs[1] not in _BUILTIN_GROUPS)
+
+
+def _not_found_page() -> web.Response:
+    return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
 
 
 def _flag(value: str | None) -> bool:
@@ -104,7 +122,7 @@ class APIHandler:
         try:
             response = await self._dispatch(request)
         except APIError as exc:
-            response = _error(exc)
+            response = _not_found_page() if _plain_not_found(request.path, exc) else _error(exc)
         except (ConnectionError, asyncio.CancelledError):
             raise  # the client went away mid-response (BrokenPipe, reset): nothing to answer or log
         except Exception as exc:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .jsonutil import clone, dumps
@@ -214,11 +215,12 @@ def _merge_list(original: Any, patch: list[Any], kind: str, keyed: bool, path: t
         return [clone(v) for v in patch if not (isinstance(v, dict) and "$patch" in v)]
     orig = list(original) if isinstance(original, list) else []
     if path[-1] in _PRIMITIVE_MERGE:
-        return orig + [v for v in patch if v not in orig]
+        merged = orig + [v for v in patch if v not in orig]
+        return _element_order(merged, patch, orig, lambda v: v)
     mkey = merge_key(kind, path)
     if mkey is None:
         return [clone(v) for v in patch]
-    result = orig
+    result = list(orig)
     for item in patch:
         if not isinstance(item, dict) or mkey not in item:
             result.append(clone(item))
@@ -235,7 +237,43 @@ def _merge_list(original: Any, patch: list[Any], kind: str, keyed: bool, path: t
         else:
             result = list(result)
             result[idx] = strategic_merge(result[idx], item, kind, keyed, path)
-    return result
+    key = mkey
+
+    def ident(v: Any) -> Any:
+        return v.get(key) if isinstance(v, dict) else v
+
+    return _element_order(result, patch, orig, ident)
+
+
+def _element_order(
+    merged: list[Any], patch: list[Any], server: list[Any], ident: Callable[[Any], Any]
+) -> list[Any]:
+    """``normalizeElementOrder``: patch items in patch order, server-only items in server order,
+    interleaved where the server order ranks both (otherwise the patch item comes first)."""
+    patch_ids = [ident(v) for v in patch]
+    server_ids = [ident(v) for v in server]
+    in_patch = [v for v in merged if ident(v) in patch_ids]
+    in_patch.sort(key=lambda v: patch_ids.index(ident(v)))
+    server_only = [v for v in merged if ident(v) not in patch_ids]
+    server_only.sort(key=lambda v: server_ids.index(ident(v)) if ident(v) in server_ids else len(server_ids))
+    out: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(in_patch):
+        if j >= len(in_patch):
+            out.append(server_only[i])
+            i += 1
+        elif i >= len(server_only):
+            out.append(in_patch[j])
+            j += 1
+        else:
+            li, ri = ident(server_only[i]), ident(in_patch[j])
+            if li in server_ids and ri in server_ids and server_ids.index(li) < server_ids.index(ri):
+                out.append(server_only[i])
+                i += 1
+            else:
+                out.append(in_patch[j])
+                j += 1
+    return out
 
 
 # --- server-side apply ----------------------------------------------------------------------

@@ -25,9 +25,18 @@ from .jsonutil import clone, dumps, loads
 from .meta import SYSTEM_FIELDS, generate_name, labels_errors, later, now, validate_name
 from .patching import PatchError, field_set, json_patch, merge_patch, strategic_merge
 from .resources import CRD_KEY, NAMESPACE_KEY, ResourceCatalog, ResourceType
-from .schema import apply_defaults, prune, validate, validate_transitions
+from .schema import (
+    CEL_BLOCKING,
+    CEL_SKIPPED,
+    apply_defaults,
+    has_cel_rules,
+    prune,
+    validate,
+    validate_transitions,
+)
 from .selection import FieldSelector, LabelSelector, format_label_selector
 from .store import Store, TooOld, meta_of
+from .updates import update_errors
 
 PodDeletion = Literal["auto", "graceful", "immediate"]
 Converter = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -156,22 +165,33 @@ class ObjectStorage:
         out.update((k, v) for k, v in body.items() if k not in out)
         return out
 
-    def _process(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _process(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        errs: list[FieldError] | None = None,
+    ) -> None:
         """Defaults, pruning and validation: the admission-free part of a write."""
         meta = obj["metadata"]
         for fld in ("labels", "annotations", "finalizers", "ownerReferences", "managedFields"):
             if fld in meta and not meta[fld]:
                 del meta[fld]  # omitempty: empty and absent are the same on the wire
-        errs = labels_errors(meta)
+        errs = [*(errs or ()), *labels_errors(meta)]
         if rt.custom is not None:
             schema = rt.custom.schema
             prune(obj, schema, root=True)
             apply_defaults(obj, schema)
-            errs += validate(obj, schema)
-            if old is not None:
+            schema_errs = validate(obj, schema)
+            errs += schema_errs
+            if any(e.type in CEL_BLOCKING for e in schema_errs) and has_cel_rules(schema):
+                errs.append(CEL_SKIPPED)
+            elif old is not None:
                 errs += validate_transitions(obj, self.convert(rt, old), schema)
         else:
             default_builtin(rt.kind, obj, self._ips)
+            if old is not None:
+                errs += update_errors(rt.group, rt.kind, old, obj)
             if rt.key == CRD_KEY:
                 default_crd(obj)
                 errs += crd_errors(obj)
@@ -204,7 +224,12 @@ class ObjectStorage:
             meta.pop("namespace", None)
             ns = ""
         if self.catalog.is_terminating(rt.key):
-            raise errors.method_not_supported(rt.group, rt.plural, "create")
+            raise errors.forbidden(
+                rt.group,
+                rt.plural,
+                meta.get("name") or "",
+                "create not allowed while custom resource definition is terminating",
+            )
         name = meta.get("name") or ""
         if not name and not meta.get("generateName"):
             raise errors.invalid(
@@ -250,14 +275,17 @@ class ObjectStorage:
         if errs:
             raise errors.invalid(rt.group, rt.kind, name, errs)
         self.admission.admit(rt, CREATE, obj, None, None, dry_run)
-        if self.store.get(rt.key, ns, name) is not None:
+        existing = self.store.get(rt.key, ns, name)
+        if existing is not None:
+            if meta_of(existing).get("deletionTimestamp"):
+                raise errors.already_exists(rt.group, rt.plural, name, being_deleted=True)
             raise errors.already_exists(rt.group, rt.plural, name)
         obj = self._storage_form(rt, obj)
         if dry_run:
             obj["metadata"]["resourceVersion"] = ""
-            return obj
+            return self.convert(rt, obj)
         self.store.put(rt.key, obj)
-        return obj
+        return self.convert(rt, obj)  # answered in the version requested, stored in the storage one
 
     def _check_namespace(self, rt: ResourceType, ns: str, name: str) -> None:
         ns_obj = self.store.get(NAMESPACE_KEY, "", ns)
@@ -316,6 +344,12 @@ class ObjectStorage:
             if "status" in obj:
                 new["status"] = obj["status"]
             new["metadata"] = dict(old_meta)
+            if not rt.group:  # core/v1 status strategies predate ResetObjectMetaForStatus
+                for fld in ("labels", "annotations", "finalizers", "ownerReferences"):
+                    if obj["metadata"].get(fld):
+                        new["metadata"][fld] = obj["metadata"][fld]
+                    else:
+                        new["metadata"].pop(fld, None)
             if "managedFields" in obj["metadata"]:
                 new["metadata"]["managedFields"] = obj["metadata"]["managedFields"]
             new = clone(new)
@@ -345,8 +379,7 @@ class ObjectStorage:
                     new["status"] = clone(old["status"])
                 else:
                     new.pop("status", None)
-            self._check_finalizers(rt, old_meta, meta)
-            self._process(rt, new, old)
+            self._process(rt, new, old, self._finalizer_errors(old_meta, meta))
             if rt.key == CRD_KEY:
                 new["status"] = crd_status(new, old, self.catalog)
             skip = ("metadata", "status") if rt.has_status else ("metadata",)
@@ -357,30 +390,28 @@ class ObjectStorage:
         new = self._storage_form(rt, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if new == old:
-            return old
+            return self.convert(rt, old)
         if dry_run:
-            return new
-        return self._commit_update(rt, new)
+            return self.convert(rt, new)
+        return self.convert(rt, self._commit_update(rt, new))
 
-    def _check_finalizers(self, rt: ResourceType, old_meta: dict[str, Any], meta: dict[str, Any]) -> None:
+    @staticmethod
+    def _finalizer_errors(old_meta: dict[str, Any], meta: dict[str, Any]) -> list[FieldError]:
         if not old_meta.get("deletionTimestamp"):
-            return
+            return []
         added = [f for f in meta.get("finalizers") or () if f not in (old_meta.get("finalizers") or ())]
-        if added:
-            shown = "[]string{" + ", ".join(f'"{f}"' for f in added) + "}"
-            raise errors.invalid(
-                rt.group,
-                rt.kind,
-                old_meta["name"],
-                [
-                    FieldError(
-                        "FieldValueForbidden",
-                        "metadata.finalizers",
-                        detail="no new finalizers can be added if the object is being deleted, "
-                        f"found new finalizers {shown}",
-                    )
-                ],
-            )
+        if not added:
+            return []
+        shown = "[]string{" + ", ".join(f'"{f}"' for f in added) + "}"
+        err = FieldError(
+            "FieldValueForbidden",
+            "metadata.finalizers",
+            detail="no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers {shown}",
+        )
+        # kube-apiserver validates object metadata twice on update (the strategy and BeforeUpdate):
+        # the cause appears twice, the message once.
+        return [err, err]
 
     def _commit_update(self, rt: ResourceType, new: dict[str, Any]) -> dict[str, Any]:
         """Store an update; an object being deleted with no finalizers left goes away instead."""
@@ -414,6 +445,8 @@ class ObjectStorage:
         dry_run: bool = False,
     ) -> tuple[dict[str, Any], bool]:
         """PATCH in any of the four formats; returns (object, created)."""
+        if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, APPLY_PATCH):
+            raise errors.router_unsupported_media_type()
         if content_type == APPLY_PATCH:
             return self._apply(rt, ns, name, raw, subresource, field_manager, dry_run)
         if content_type == STRATEGIC_PATCH and not rt.strategic:
@@ -477,7 +510,12 @@ class ObjectStorage:
         dry_run: bool,
     ) -> tuple[dict[str, Any], bool]:
         if not field_manager:
-            raise errors.bad_request("PATCH requests must specify a fieldManager when applying")
+            raise errors.invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                [FieldError("FieldValueRequired", "fieldManager", detail="is required for apply patch")],
+            )
         try:
             config = yaml.safe_load(raw.decode() if isinstance(raw, bytes) else raw)
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -552,8 +590,9 @@ class ObjectStorage:
                 rt.group,
                 rt.kind,
                 name,
-                f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not match the "
-                f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
+                f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not match "
+                f"the ResourceVersion in record ({meta.get('resourceVersion')}). "
+                "The object might have been modified",
             )
         policy = opts.propagation_policy
         if policy is None and opts.orphan_dependents is not None:

@@ -249,6 +249,28 @@ def validate(value: Any, schema: dict[str, Any] | None, path: str = "") -> list[
 _CEL_REASONS = {"FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate", "FieldValueInvalid"}
 
 
+CEL_SKIPPED = FieldError(
+    "FieldValueInvalid",
+    "<nil>",
+    None,
+    "some validation rules were not checked because the object was invalid; correct the existing errors "
+    "to complete validation",
+)
+"""What apiextensions adds when schema errors kept the x-kubernetes-validations rules from running."""
+
+
+CEL_BLOCKING = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTypeInvalid"})
+"""Schema errors after which apiextensions does not run the CEL rules (hasBlockingErr)."""
+
+
+def has_cel_rules(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return bool(schema.get("x-kubernetes-validations")) or any(has_cel_rules(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(has_cel_rules(v) for v in schema)
+    return False
+
+
 def validate_transitions(
     new: Any, old: Any, schema: dict[str, Any] | None, path: str = ""
 ) -> list[FieldError]:
@@ -263,7 +285,8 @@ def validate_transitions(
             reason = str(rule["reason"]) if rule.get("reason") in _CEL_REASONS else "FieldValueInvalid"
             fld = path + str(rule.get("fieldPath") or "")
             message = rule.get("message") or f"failed rule: {rule.get('rule')}"
-            errs.append(FieldError(reason, fld, _type_name(new), message))
+            shown = _type_name(new) if isinstance(new, dict | list) else new  # scalars: their value
+            errs.append(FieldError(reason, fld, shown, message))
     if isinstance(new, dict) and isinstance(old, dict):
         props = schema.get("properties") or {}
         addl = schema.get("additionalProperties")

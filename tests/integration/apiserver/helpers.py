@@ -114,6 +114,19 @@ class WatchStream:
         self.resp.close()
 
 
+async def put_fresh(
+    http: Http, path: str, mutate: Callable[[dict[str, Any]], None], attempts: int = 5
+) -> tuple[int, Any]:
+    """GET, change, PUT; again on 409 (a real scheduler writes a pending pod's status meanwhile)."""
+    for _ in range(attempts):
+        _, current, _ = await http.get(path.removesuffix("/status"))
+        mutate(current)
+        status, body, _ = await http.put(path, current)
+        if status != 409:
+            break
+    return status, body
+
+
 async def eventually(
     check: Callable[[], Awaitable[bool]], timeout: float = 20.0, interval: float = 0.02
 ) -> None:
@@ -237,6 +250,10 @@ WIDGET_VERSION: dict[str, Any] = {
 }
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CEL_SKIPPED = (
+    "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
 
 
 @dataclass(frozen=True)

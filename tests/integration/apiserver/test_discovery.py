@@ -91,8 +91,10 @@ async def test_custom_group_appears_once_crd_is_established(http: Http, widget_k
     )
 
 
-async def test_unknown_paths_are_404_status(http: Http) -> None:
-    for path in ("/api/v1/frobs", "/apis/nope.io/v1", "/api/v1/namespaces/default/nodes"):
+async def test_unknown_paths_are_404(http: Http, widgets: WidgetKind) -> None:
+    """Paths of /api and the built-in groups answer a Status; the rest of the delegation chain
+    (unknown groups, custom resources' groups) ends in the mux's plain-text 404."""
+    for path in ("/api/v1/frobs", "/api/v1/namespaces/default/nodes", "/apis/apps/v9", "/apis/apps/v1/frobs"):
         status, body, _ = await http.get(path)
         assert status == 404, path
         assert body == {
@@ -105,3 +107,7 @@ async def test_unknown_paths_are_404_status(http: Http) -> None:
             "details": {},
             "code": 404,
         }
+    for path in ("/apis/nope.io/v1", "/apis/nope.io", f"/apis/{widgets.group}/v2", "/nope"):
+        status, body, headers = await http.get(path)
+        assert (status, body) == (404, "404 page not found\n"), path
+        assert headers["Content-Type"].startswith("text/plain")

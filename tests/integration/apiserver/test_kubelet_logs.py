@@ -132,7 +132,7 @@ async def test_logs_without_provider_are_empty(http: Http, ns: NS) -> None:
     try:
         async with http.session.post(srv.url + "/api/v1/namespaces/default/pods", json=pod("x")) as resp:
             assert resp.status == 201
-        async with http.session.get(srv.url + f"{ns.pods}/x/log") as resp:
+        async with http.session.get(srv.url + "/api/v1/namespaces/default/pods/x/log") as resp:
             assert resp.status == 200 and await resp.text() == ""
     finally:
         await srv.stop()

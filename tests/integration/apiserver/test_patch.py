@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubernetes_asyncio import client
 
 from .helpers import NS, Http, WidgetKind, configmap, pod
+
+SMP = "application/strategic-merge-patch+json"
 
 
 async def test_merge_patch(http: Http, ns: NS) -> None:
@@ -36,17 +40,17 @@ async def test_json_patch_ops(http: Http, ns: NS) -> None:
         {"op": "remove", "path": "/data/b"},
         {"op": "copy", "from": "/data/c", "path": "/data/d"},
         {"op": "move", "from": "/data/d", "path": "/data/e"},
-        {"op": "add", "path": "/metadata/labels", "value": {"k~/": "v"}},
+        {"op": "add", "path": "/metadata/annotations", "value": {"a.io/k": "v"}},
     ]
     status, body, _ = await http.patch(f"{ns.configmaps}/j", ops, content_type="application/json-patch+json")
     assert status == 200, body
     assert body["data"] == {"a": "10", "c": "3", "e": "3"}
     status, body, _ = await http.patch(
         f"{ns.configmaps}/j",
-        [{"op": "remove", "path": "/metadata/labels/k~0~1"}],
+        [{"op": "remove", "path": "/metadata/annotations/a.io~1k"}],
         content_type="application/json-patch+json",
     )
-    assert status == 200 and "labels" not in body["metadata"]
+    assert status == 200 and "annotations" not in body["metadata"]
 
 
 async def test_json_patch_failed_test_op_is_422_and_changes_nothing(http: Http, ns: NS) -> None:
@@ -73,7 +77,23 @@ async def test_json_patch_list_append(http: Http, ns: NS) -> None:
     assert body["metadata"]["finalizers"] == ["a/b", "c/d"]
 
 
-async def test_strategic_merge_containers_by_name(core: client.CoreV1Api, ns: NS) -> None:
+def deployment(name: str, containers: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
+    """A Deployment with no replicas: its pod template takes any strategic merge patch."""
+    return {
+        "metadata": {"name": name, **meta},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": containers, "volumes": [{"name": "v", "emptyDir": {}}]},
+            },
+        },
+    }
+
+
+async def test_strategic_merge_containers_by_name(api: client.ApiClient, ns: NS) -> None:
+    apps = client.AppsV1Api(api)
     containers = [
         {
             "name": "a",
@@ -84,27 +104,33 @@ async def test_strategic_merge_containers_by_name(core: client.CoreV1Api, ns: NS
         },
         {"name": "b", "image": "img:1"},
     ]
-    await core.create_namespaced_pod(ns.name, pod("smp", containers=containers))
+    await apps.create_namespaced_deployment(ns.name, deployment("smp", containers))
     patch = {
         "spec": {
-            "containers": [
-                {"name": "b", "image": "img:2"},
-                {
-                    "name": "a",
-                    "env": [{"name": "Y", "value": "20"}, {"name": "Z", "value": "3"}],
-                    "ports": [{"containerPort": 8080, "name": "alt"}],
-                },
-                {"name": "c", "image": "new:1"},
-            ]
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "b", "image": "img:2"},
+                        {
+                            "name": "a",
+                            "env": [{"name": "Y", "value": "20"}, {"name": "Z", "value": "3"}],
+                            "ports": [{"containerPort": 8080, "name": "alt"}],
+                        },
+                        {"name": "c", "image": "new:1"},
+                    ]
+                }
+            }
         }
     }
-    patched = await core.patch_namespaced_pod("smp", ns.name, patch)
-    by_name = {c.name: c for c in patched.spec.containers}
-    assert [c.name for c in patched.spec.containers] == ["a", "b", "c"]
+    patched = await apps.patch_namespaced_deployment("smp", ns.name, patch)
+    spec = patched.spec.template.spec
+    by_name = {c.name: c for c in spec.containers}
+    # normalizeElementOrder: patch items in patch order, server-only items where the server had them
+    assert [c.name for c in spec.containers] == ["b", "a", "c"]
     assert by_name["b"].image == "img:2"
     assert by_name["a"].image == "img:1"
     assert [(e.name, e.value) for e in by_name["a"].env] == [("X", "1"), ("Y", "20"), ("Z", "3")]
-    assert [p.container_port for p in by_name["a"].ports] == [80, 8080]
+    assert [p.container_port for p in by_name["a"].ports] == [8080, 80]
     assert [m.mount_path for m in by_name["a"].volume_mounts] == ["/v"]
 
 
@@ -113,23 +139,36 @@ async def test_strategic_merge_directives(http: Http, ns: NS) -> None:
         {"name": "a", "image": "i", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]},
         {"name": "b", "image": "i"},
     ]
-    await http.post(ns.pods, pod("dir", containers=containers, finalizers=["x/y"]))
+    deployments = ns.path("deployments", "apps/v1")
+    await http.post(deployments, deployment("dir", containers, finalizers=["x/y"]))
     patch = {
         "spec": {
-            "containers": [
-                {"name": "b", "$patch": "delete"},
-                {"name": "a", "env": [{"name": "X", "$patch": "delete"}]},
-            ]
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "b", "$patch": "delete"},
+                        {"name": "a", "env": [{"name": "X", "$patch": "delete"}]},
+                    ]
+                }
+            }
         },
         "metadata": {"finalizers": ["z/w"], "$deleteFromPrimitiveList/finalizers": ["x/y"]},
     }
-    status, body, _ = await http.patch(
-        f"{ns.pods}/dir", patch, content_type="application/strategic-merge-patch+json"
-    )
+    status, body, _ = await http.patch(f"{deployments}/dir", patch, content_type=SMP)
     assert status == 200, body
-    assert [c["name"] for c in body["spec"]["containers"]] == ["a"]
-    assert body["spec"]["containers"][0]["env"] == [{"name": "Y", "value": "2"}]
+    got = body["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in got] == ["a"]
+    assert got[0]["env"] == [{"name": "Y", "value": "2"}]
     assert body["metadata"]["finalizers"] == ["z/w"]
+    await http.patch(f"{deployments}/dir", {"metadata": {"finalizers": None}})
+
+
+async def test_strategic_merge_primitive_list_order(http: Http, ns: NS) -> None:
+    await http.post(ns.configmaps, configmap("fin", finalizers=["a.io/x", "b.io/y"]))
+    patch = {"metadata": {"finalizers": ["c.io/z", "b.io/y"]}}
+    status, body, _ = await http.patch(f"{ns.configmaps}/fin", patch, content_type=SMP)
+    assert status == 200 and body["metadata"]["finalizers"] == ["c.io/z", "a.io/x", "b.io/y"]
+    await http.patch(f"{ns.configmaps}/fin", {"metadata": {"finalizers": None}})
 
 
 async def test_strategic_merge_replace_and_retain_keys(http: Http, ns: NS) -> None:
@@ -158,7 +197,7 @@ async def test_strategic_merge_owner_references_by_uid(http: Http, ns: NS) -> No
     _, body, _ = await http.patch(
         f"{ns.configmaps}/owner-test", patch, content_type="application/strategic-merge-patch+json"
     )
-    assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == [u1, u2]
+    assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == [u2, u1]  # new items first
 
 
 async def test_strategic_merge_on_custom_resource_is_415(http: Http, widgets: WidgetKind) -> None:
@@ -178,9 +217,11 @@ async def test_strategic_merge_on_custom_resource_is_415(http: Http, widgets: Wi
 
 
 async def test_unknown_patch_type_is_415(http: Http, ns: NS) -> None:
+    """The router refuses a media type no patch route consumes, with go-restful's message."""
     await http.post(ns.configmaps, configmap("u"))
     status, body, _ = await http.patch(f"{ns.configmaps}/u", {"data": {}}, content_type="application/json")
-    assert status == 415 and "application/strategic-merge-patch+json" in body["message"]
+    assert status == 415 and body["reason"] == "UnsupportedMediaType"
+    assert body["message"] == "415: Unsupported Media Type" and body["details"] == {}
 
 
 async def test_patch_of_missing_object_is_404(http: Http, ns: NS) -> None:
@@ -223,8 +264,10 @@ async def test_server_side_apply_requires_field_manager(http: Http, ns: NS) -> N
     status, body, _ = await http.patch(
         f"{ns.configmaps}/ssa", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\n", content_type=APPLY
     )
-    assert status == 400 and body["reason"] == "BadRequest"
-    assert "fieldManager" in body["message"]
+    assert status == 422 and body["reason"] == "Invalid"
+    assert body["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
+    )
 
 
 async def test_server_side_apply_merges_containers_by_name(http: Http, ns: NS) -> None:
@@ -234,7 +277,7 @@ async def test_server_side_apply_merges_containers_by_name(http: Http, ns: NS) -
         "apiVersion: v1\nkind: Pod\nmetadata: {name: sp}\nspec:\n  containers:\n  - {name: b, image: 'i:2'}\n"
     )
     status, body, _ = await http.patch(
-        f"{ns.pods}/sp", manifest, content_type=APPLY, params={"fieldManager": "m"}
+        f"{ns.pods}/sp", manifest, content_type=APPLY, params={"fieldManager": "m", "force": "true"}
     )
     assert status == 200, body
     assert [(c["name"], c["image"]) for c in body["spec"]["containers"]] == [("a", "i:1"), ("b", "i:2")]
@@ -255,3 +298,56 @@ async def test_patch_via_typed_client(core: client.CoreV1Api, ns: NS) -> None:
     await core.create_namespaced_config_map(ns.name, configmap("typed", {"a": "1"}))
     out = await core.patch_namespaced_config_map("typed", ns.name, {"data": {"b": "2"}})
     assert out.data == {"a": "1", "b": "2"}
+
+
+async def test_pod_spec_is_immutable_but_images(http: Http, ns: NS) -> None:
+    await http.post(ns.pods, pod("imm"))
+    status, body, _ = await http.patch(f"{ns.pods}/imm", {"spec": {"restartPolicy": "Never"}})
+    assert status == 422 and body["reason"] == "Invalid"
+    assert body["message"].startswith(
+        'Pod "imm" is invalid: spec: Forbidden: pod updates may not change fields other than '
+        "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+    )
+    (cause,) = body["details"]["causes"]
+    assert cause["reason"] == "FieldValueForbidden" and cause["field"] == "spec"
+    patch = {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}
+    status, body, _ = await http.patch(f"{ns.pods}/imm", patch, content_type=SMP)
+    assert status == 200 and body["spec"]["containers"][0]["image"] == "busybox:1.37"
+    patch = {"spec": {"containers": [{"name": "extra", "image": "busybox"}]}}
+    status, body, _ = await http.patch(f"{ns.pods}/imm", patch, content_type=SMP)
+    assert status == 422
+    assert body["message"] == (
+        'Pod "imm" is invalid: spec.containers: Forbidden: pod updates may not add or remove containers'
+    )
+
+
+async def test_service_cluster_ip_is_immutable(http: Http, ns: NS) -> None:
+    _, svc, _ = await http.post(
+        ns.path("services"), {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    )
+    ip = svc["spec"]["clusterIP"]
+    assert svc["spec"]["clusterIPs"] == [ip]
+    status, body, _ = await http.patch(f"{ns.path('services')}/s", {"spec": {"clusterIP": "10.96.0.99"}})
+    assert status == 422
+    assert body["message"] == (
+        'Service "s" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.0.99"]: may not change once set'
+    )
+    status, body, _ = await http.patch(f"{ns.path('services')}/s", {"metadata": {"labels": {"a": "b"}}})
+    assert status == 200 and body["spec"]["clusterIP"] == ip
+
+
+async def test_adding_finalizers_while_deleting(http: Http, ns: NS) -> None:
+    """The cause is reported twice (metadata is validated twice on update), the message once."""
+    await http.post(ns.configmaps, configmap("f2", finalizers=["example.com/hold"]))
+    await http.delete(f"{ns.configmaps}/f2")
+    patch = {"metadata": {"finalizers": ["example.com/hold", "a.io/x", "b.io/y"]}}
+    status, body, _ = await http.patch(f"{ns.configmaps}/f2", patch)
+    assert status == 422
+    detail = (
+        "Forbidden: no new finalizers can be added if the object is being deleted, "
+        'found new finalizers []string{"a.io/x", "b.io/y"}'
+    )
+    assert body["message"] == f'ConfigMap "f2" is invalid: metadata.finalizers: {detail}'
+    cause = {"reason": "FieldValueForbidden", "message": detail, "field": "metadata.finalizers"}
+    assert body["details"]["causes"] == [cause, cause]
+    await http.patch(f"{ns.configmaps}/f2", {"metadata": {"finalizers": None}})
