@@ -50,9 +50,10 @@ def _killpg(pgid: int, sig: int) -> bool:
         return False
 
 
-def tagged_pids(needle: bytes) -> list[int]:
-    """Pids whose environment holds `needle` (e.g. ``\\0KUBETRAIN_CONTAINER=<tag>\\0``), by /proc."""
-    found = []
+def process_tags() -> dict[int, str]:
+    """pid -> container tag of every process (of ours) that carries one, by one /proc scan."""
+    marker = f"\0{TAG_ENV}=".encode()
+    found: dict[int, str] = {}
     own = os.getpid()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == own:
@@ -62,28 +63,64 @@ def tagged_pids(needle: bytes) -> list[int]:
                 environ = b"\0" + fh.read()
         except OSError:
             continue
-        if needle in environ:
-            found.append(int(entry.name))
+        at = environ.find(marker)
+        if at >= 0:
+            start = at + len(marker)
+            end = environ.find(b"\0", start)
+            found[int(entry.name)] = environ[start : end if end >= 0 else None].decode("utf-8", "replace")
     return found
 
 
-def kill_tagged(needle: bytes, sig: int = signal.SIGKILL) -> int:
-    """Signal every process carrying `needle` until none is left; returns how many were found."""
-    total = 0
+def signal_tagged(signals: Mapping[str, int]) -> int:
+    """Send each tag's signal to every process carrying that tag; SIGKILLed tags are swept again
+    until empty (a process forking while it is killed is found on the next pass). Returns the
+    number of signals sent."""
+    sent = 0
+    pending = dict(signals)
     for _ in range(SWEEP_ROUNDS):
-        pids = tagged_pids(needle)
-        if not pids:
-            break
-        total += len(pids)
-        for pid in pids:
+        hits = [(pid, pending[tag]) for pid, tag in process_tags().items() if tag in pending]
+        for pid, sig in hits:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
+        sent += len(hits)
+        pending = {tag: sig for tag, sig in pending.items() if sig == signal.SIGKILL}
+        if not hits or not pending:
+            break
         time.sleep(0.01)
-    return total
+    return sent
 
 
-def _tag_needle(tag: str) -> bytes:
-    return f"\0{TAG_ENV}={tag}\0".encode()
+class _Sweeper:
+    """Coalesces the /proc scans of containers ending together (a 1,000-pod job finishing) into
+    one scan per batch: a scan costs ~10 ms per hundred processes."""
+
+    def __init__(self) -> None:
+        self._batch: dict[str, int] = {}
+        self._done: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def signal(self, tag: str, sig: int) -> None:
+        loop = asyncio.get_running_loop()
+        if self._done is None or self._done.done() or self._done.get_loop() is not loop:
+            self._batch = {}
+            self._done = loop.create_future()
+            self._task = loop.create_task(self._run(self._batch, self._done))
+        if self._batch.get(tag) != signal.SIGKILL:
+            self._batch[tag] = sig
+        await asyncio.shield(self._done)
+
+    async def _run(self, batch: dict[str, int], done: asyncio.Future[None]) -> None:
+        await asyncio.sleep(SWEEP_BATCH_SECONDS)  # let the other containers ending now join
+        self._done = None  # later callers start the next batch
+        try:
+            await asyncio.to_thread(signal_tagged, batch)
+        finally:
+            if not done.done():
+                done.set_result(None)
+
+
+SWEEP_BATCH_SECONDS = 0.02
+SWEEPER = _Sweeper()
 
 
 _GUARDIAN = r"""
@@ -249,7 +286,7 @@ class ContainerProcess:
         self.exit_code = 128 - rc if rc < 0 else rc
         _killpg(self.pid, signal.SIGKILL)  # the container is over: so is everything it started,
         if self.tag:  # including what left the group (setsid, double fork)
-            await asyncio.to_thread(kill_tagged, _tag_needle(self.tag))
+            await SWEEPER.signal(self.tag, signal.SIGKILL)
         # A process that left the group (setsid, daemonised) may still hold the pipes open: give
         # the pumps a moment to drain what was written, then stop reading instead of waiting for
         # an EOF that may never come (that hung the node's shutdown).
@@ -271,15 +308,9 @@ class ContainerProcess:
         if self.running:
             _killpg(self.pid, signal.SIGTERM)
             if self.tag:
-                await asyncio.to_thread(_signal_tagged, _tag_needle(self.tag), signal.SIGTERM)
+                await SWEEPER.signal(self.tag, signal.SIGTERM)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._waiter), timeout=max(grace, 0.0))
         if self.running:
             _killpg(self.pid, signal.SIGKILL)
         return await self.wait()
-
-
-def _signal_tagged(needle: bytes, sig: int) -> None:
-    for pid in tagged_pids(needle):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
