@@ -551,6 +551,7 @@ class OpenAPIService:
     def __init__(self, catalog: ResourceCatalog) -> None:
         self._catalog = catalog
         self._cache: dict[str, tuple[list[ResourceType], Document]] = {}
+        self._others: dict[str, Document] = {}
         self._discovery: tuple[tuple[tuple[str, str], ...], Document] | None = None
         self._v2: tuple[tuple[tuple[str, str], ...], Document] | None = None
 
@@ -565,9 +566,10 @@ class OpenAPIService:
         return out
 
     def group_version(self, key: str) -> Document | None:
+        """A group-version's document, or one of the root (``api``, ``apis``, ``version``, a group)."""
         types = self._group_versions().get(key)
         if not types:
-            return None
+            return self.documents().get(key)
         return self._document(key, types)
 
     def _document(self, key: str, types: list[ResourceType]) -> Document:
@@ -594,7 +596,19 @@ class OpenAPIService:
         return doc or {"openapi": "3.0.0", "info": builtin_data()["info"], "paths": {}, "components": {}}
 
     def documents(self) -> dict[str, Document]:
-        return {key: self._document(key, types) for key, types in self._group_versions().items()}
+        served = self._group_versions()
+        docs = {key: self._document(key, types) for key, types in served.items()}
+        groups = {"apis/" + key.split("/")[1] for key, types in served.items() if key.startswith("apis/")}
+        builtin_groups = {
+            "apis/" + rt.group for types in served.values() for rt in types if rt.custom is None
+        }
+        for key in ("api", "apis", "version", *sorted(groups & builtin_groups)):
+            doc = self._others.get(key)
+            if doc is None and key in builtin_data()["others"]:
+                doc = self._others[key] = Document.of(builtin_data()["others"][key])
+            if doc is not None:
+                docs[key] = doc
+        return docs
 
     def discovery(self) -> Document:
         """``{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=..."}, ...}}``."""

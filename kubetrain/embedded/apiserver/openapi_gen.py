@@ -79,6 +79,11 @@ def generate(module_dir: Path) -> dict[str, Any]:
         doc = docs.get(source) or _load(spec_dir, source)
         for dep in _closure({name}, doc["components"]["schemas"]):
             crd_schemas[dep] = doc["components"]["schemas"][dep]
+    # The root, /apis, /version and per-group documents (their one path is the discovery GET).
+    extra = {"api", "apis", "version"} | {
+        "apis/" + key.split("/")[1] for key in by_gv if key.startswith("apis/")
+    }
+    others = {key: _load(spec_dir, key) for key in sorted(extra)}
     batch = docs["apis/batch/v1"]["paths"]
     crd_ops = {
         op: batch[path][method].get("parameters", []) for op, (path, method) in CRD_TEMPLATE_PATHS.items()
@@ -90,6 +95,7 @@ def generate(module_dir: Path) -> dict[str, Any]:
         "securitySchemes": docs["api/v1"]["components"]["securitySchemes"],
         "schemas": pool,
         "groupVersions": gvs,
+        "others": others,
         "crd": {"schemas": crd_schemas, "parameters": crd_ops, "typeMeta": type_meta},
     }
 

@@ -24,10 +24,29 @@ async def discovery(http: Http) -> dict[str, str]:
 
 async def test_discovery_lists_group_versions_with_hash_urls(http: Http) -> None:
     paths = await discovery(http)
-    for key in ("api/v1", "apis/apps/v1", "apis/batch/v1", "apis/apiextensions.k8s.io/v1"):
+    for key in (
+        "api/v1",
+        "apis/apps/v1",
+        "apis/batch/v1",
+        "apis/apiextensions.k8s.io/v1",
+        "api",
+        "apis/batch",
+    ):
         url = paths[key]
         prefix, _, digest = url.partition("?hash=")
         assert prefix == f"/openapi/v3/{key}" and HASH.fullmatch(digest), url
+
+
+async def test_root_and_group_documents(http: Http) -> None:
+    paths = await discovery(http)
+    for key, path in (
+        ("api", "/api/"),
+        ("apis", "/apis/"),
+        ("apis/batch", "/apis/batch/"),
+        ("version", "/version/"),
+    ):
+        status, doc, _ = await http.get(paths[key])
+        assert status == 200 and list(doc["paths"]) == [path], doc
 
 
 async def test_group_version_document_and_caching(http: Http) -> None:
