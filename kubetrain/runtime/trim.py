@@ -13,6 +13,7 @@ from sys import intern
 from typing import Any
 
 from kubetrain.api.jsonsafe import transform
+from kubetrain.runtime.share import Sharer
 
 JsonDict = dict[str, Any]
 Trim = Callable[[JsonDict], JsonDict]
@@ -44,6 +45,9 @@ _POD_STATUS_KEYS = (
     "podIP",
     "startTime",
 )
+_CONDITION_KEYS = ("type", "status", "reason", "message", "lastTransitionTime")
+# Unique per object: interning them would only add an intern-table entry each (~50 B).
+_UNIQUE_META_KEYS = frozenset({"name", "uid", "resourceVersion", "creationTimestamp"})
 _SERVICE_SPEC_KEYS = ("clusterIP", "selector", "ports", "publishNotReadyAddresses")
 
 
@@ -79,10 +83,14 @@ def _intern_key(key: Any) -> Any:
     return intern(key) if type(key) is str else key
 
 
-def _pick(src: JsonDict | None, keys: Iterable[str]) -> JsonDict:
+_share = Sharer()
+"""Equal ownerReferences and pod specs (a job's pods have the same) are stored once."""
+
+
+def _pick(src: JsonDict | None, keys: Iterable[str], as_is: frozenset[str] = frozenset()) -> JsonDict:
     if not src or type(src) is not dict:
         return {}
-    return {k: compact(src[k]) for k in keys if k in src}
+    return {k: src[k] if k in as_is and type(src[k]) is str else compact(src[k]) for k in keys if k in src}
 
 
 def _names(items: list[JsonDict] | None) -> list[JsonDict]:
@@ -92,7 +100,7 @@ def _names(items: list[JsonDict] | None) -> list[JsonDict]:
 
 
 def trim_metadata(meta: JsonDict | None) -> JsonDict:
-    out = _pick(meta, _META_KEYS)
+    out = _pick(meta, _META_KEYS, _UNIQUE_META_KEYS)
     annotations = out.get("annotations")
     if type(annotations) is dict and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
         out["annotations"] = {
@@ -108,20 +116,32 @@ def trim_pod(pod: JsonDict) -> JsonDict:
     out_spec["containers"] = _names(spec.get("containers"))
     if spec.get("initContainers"):
         out_spec["initContainers"] = _names(spec.get("initContainers"))
+    status = _pick(pod.get("status"), _POD_STATUS_KEYS)
+    conditions = status.get("conditions")
+    if type(conditions) is list:
+        status["conditions"] = [
+            {k: c[k] for k in _CONDITION_KEYS if k in c} if type(c) is dict else c for c in conditions
+        ]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": trim_metadata(pod.get("metadata")),
-        "spec": out_spec,
-        "status": _pick(pod.get("status"), _POD_STATUS_KEYS),
+        "metadata": _shared_owners(trim_metadata(pod.get("metadata"))),
+        "spec": _share(out_spec),
+        "status": status,
     }
+
+
+def _shared_owners(meta: JsonDict) -> JsonDict:
+    if "ownerReferences" in meta:
+        meta["ownerReferences"] = _share(meta["ownerReferences"])
+    return meta
 
 
 def trim_service(svc: JsonDict) -> JsonDict:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": trim_metadata(svc.get("metadata")),
+        "metadata": _shared_owners(trim_metadata(svc.get("metadata"))),
         "spec": _pick(svc.get("spec"), _SERVICE_SPEC_KEYS),
     }
 
