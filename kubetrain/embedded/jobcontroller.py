@@ -16,10 +16,12 @@ it could run against any API server). It covers what MPI launchers and simple ba
   ``activeDeadlineSeconds`` (``DeadlineExceeded``) and ``ttlSecondsAfterFinished`` (the Job is
   deleted, its pods with it, in the background);
 * status: ``active``, ``ready``, ``succeeded``, ``failed``, ``startTime``, ``completionTime`` and
-  the ``Complete`` / ``Failed`` conditions with Kubernetes' reasons and messages.
+  the ``Complete`` / ``Failed`` conditions with Kubernetes' reasons and messages, each after the
+  interim ``SuccessCriteriaMet`` / ``FailureTarget`` condition that Kubernetes (1.31+) adds first;
+  both land in one write here, since this controller deletes the remaining pods at once.
 
-Not covered (documented): indexed completion mode, pod failure and success policies, the
-``FailureTarget``/``SuccessCriteriaMet`` interim conditions, finalizer-based pod tracking
+Not covered (documented): indexed completion mode, pod failure and success policies,
+finalizer-based pod tracking
 (``status.failed`` is the most failed pods ever seen at once, kept monotonic), managedBy.
 """
 
@@ -72,6 +74,10 @@ def _condition(status: JsonDict, kind: str) -> JsonDict | None:
 def _is_true(status: JsonDict, kind: str) -> bool:
     cond = _condition(status, kind)
     return cond is not None and cond.get("status") == "True"
+
+
+INTERIM = {"Complete": "SuccessCriteriaMet", "Failed": "FailureTarget"}
+"""The condition Kubernetes sets before each terminal one, with the same reason and message."""
 
 
 def _set_condition(status: JsonDict, kind: str, value: str, reason: str, message: str, now: str) -> None:
@@ -270,6 +276,7 @@ class JobController:
         if verdict is not None:
             kind, reason, message = verdict
             await self._delete_pods(seen.active, job)
+            _set_condition(status, INTERIM[kind], "True", reason, message, stamp)
             _set_condition(status, kind, "True", reason, message, stamp)
             if kind == "Complete":
                 status["completionTime"] = stamp

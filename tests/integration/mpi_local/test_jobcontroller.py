@@ -37,6 +37,10 @@ async def test_pods_from_template_and_complete(api: KubeAPI, plane: NodeAgent) -
     status = done["status"]
     assert status["succeeded"] == 1 and status["active"] == 0
     assert status["startTime"] and status["completionTime"]
+    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [  # as Kubernetes 1.31+
+        ("SuccessCriteriaMet", "CompletionsReached"),
+        ("Complete", "CompletionsReached"),
+    ]
     (pod,) = await job_pods(api, "ok")
     labels = pod["metadata"]["labels"]
     assert labels["app"] == "ok" and labels["job-name"] == "ok"
@@ -54,6 +58,7 @@ async def test_failures_back_off_then_fail(api: KubeAPI, plane: NodeAgent) -> No
         "BackoffLimitExceeded",
         "Job has reached the specified backoff limit",
     )
+    assert [c["type"] for c in failed["status"]["conditions"]] == ["FailureTarget", "Failed"]
     assert failed["status"]["failed"] == 2 and failed["status"]["active"] == 0
     pods = await job_pods(api, "bad")
     assert len(pods) == 2
