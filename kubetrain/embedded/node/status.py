@@ -127,20 +127,85 @@ class PodState:
     forced_phase: str = ""
     transitions: dict[str, tuple[str, float]] = field(default_factory=dict)
 
-    def condition(self, kind: str, ok: bool, now: float, reason: str = "") -> JsonDict:
+    def condition(
+        self, kind: str, ok: bool, now: float, reason: str = "", message: str = "", generation: int = 0
+    ) -> JsonDict:
         status = "True" if ok else "False"
         prev = self.transitions.get(kind)
         if prev is None or prev[0] != status:
             self.transitions[kind] = (status, now)
-        out: JsonDict = {
-            "type": kind,
-            "status": status,
-            "lastProbeTime": None,
-            "lastTransitionTime": rfc3339(self.transitions[kind][1]),
-        }
-        if reason and not ok:
+        out: JsonDict = {"type": kind, "status": status}
+        if generation:
+            out["observedGeneration"] = generation
+        out["lastProbeTime"] = None
+        out["lastTransitionTime"] = rfc3339(self.transitions[kind][1])
+        if reason:
             out["reason"] = reason
+        if message:
+            out["message"] = message
         return out
+
+
+def _go_list(names: list[str]) -> str:
+    """A name list as Go's ``%s`` prints a []string, as in kubelet's condition messages."""
+    return "[" + " ".join(names) + "]"
+
+
+def kubelet_conditions(
+    state: PodState,
+    phase: str,
+    inits: list[ContainerStatus],
+    containers: list[ContainerStatus],
+    pod: JsonDict,
+    now: float,
+) -> list[JsonDict]:
+    """PodReadyToStartContainers, Initialized, Ready, ContainersReady as kubelet's ``status``
+    package generates them (readiness = running: there are no readiness probes here)."""
+    generation = int((pod.get("metadata") or {}).get("generation") or 0)
+    spec = pod.get("spec") or {}
+
+    def cond(kind: str, ok: bool, reason: str = "", message: str = "") -> JsonDict:
+        return state.condition(kind, ok, now, reason, message, generation)
+
+    terminal = phase in ("Succeeded", "Failed")
+    started = any(c.state_name != "waiting" for c in containers)
+    incomplete = [c.name for c in inits if c.terminated is None or c.terminated.exit_code != 0]
+    if phase == "Succeeded":
+        initialized = cond("Initialized", True, "PodCompleted")
+    elif started or not incomplete:
+        initialized = cond("Initialized", True)
+    else:
+        message = f"containers with incomplete status: {_go_list(incomplete)}"
+        initialized = cond("Initialized", False, "ContainersNotInitialized", message)
+    unready = [c.name for c in containers if c.state_name != "running"]
+    if terminal:
+        ready_args: tuple[bool, str, str] = (
+            False,
+            "PodCompleted" if phase == "Succeeded" else "PodFailed",
+            "",
+        )
+    elif unready:
+        ready_args = (False, "ContainersNotReady", f"containers with unready status: {_go_list(unready)}")
+    else:
+        ready_args = (True, "", "")
+    containers_ready = cond("ContainersReady", *ready_args)
+    if ready_args[0]:
+        present = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or ()}
+        gates: list[str] = []
+        for gate in spec.get("readinessGates") or ():
+            kind = gate.get("conditionType", "")
+            if kind not in present:
+                gates.append(f'corresponding condition of pod readiness gate "{kind}" does not exist.')
+            elif present[kind] != "True":
+                gates.append(f'the status of pod readiness gate "{kind}" is not "True", but {present[kind]}')
+        if gates:
+            ready_args = (False, "ReadinessGatesNotReady", ", ".join(gates))
+    return [
+        cond("PodReadyToStartContainers", state.sandbox_ready and not terminal),
+        initialized,
+        cond("Ready", *ready_args),
+        containers_ready,
+    ]
 
 
 def phase_of(
@@ -188,19 +253,7 @@ def pod_status(
     now = time.time() if now is None else now
     current = (pod or {}).get("status") or {}
     phase = state.forced_phase or phase_of(restart_policy, containers, state.initialized, init_failed)
-    all_ready = bool(containers) and all(c.state_name == "running" for c in containers)
-    ready_reason = "PodCompleted" if phase in ("Succeeded", "Failed") else "ContainersNotReady"
-    init_reason = (
-        "PodCompleted"
-        if phase in ("Succeeded", "Failed") and state.initialized
-        else "ContainersNotInitialized"
-    )
-    conditions = [
-        state.condition("PodReadyToStartContainers", state.sandbox_ready, now),
-        state.condition("Initialized", state.initialized, now, init_reason),
-        state.condition("Ready", all_ready, now, ready_reason),
-        state.condition("ContainersReady", all_ready, now, ready_reason),
-    ]
+    conditions = kubelet_conditions(state, phase, inits, containers, pod or {}, now)
     others = [c for c in current.get("conditions") or () if c.get("type") not in KUBELET_CONDITIONS]
     if not any(c.get("type") == "PodScheduled" for c in others):
         others.insert(0, state.condition("PodScheduled", True, now))  # bound by hand, no scheduler
@@ -224,4 +277,7 @@ def pod_status(
         status["reason"] = state.reason
     if state.message:
         status["message"] = state.message
+    generation = int(((pod or {}).get("metadata") or {}).get("generation") or 0)
+    if generation:  # PodObservedGenerationTracking, GA in 1.35
+        status["observedGeneration"] = generation
     return status
