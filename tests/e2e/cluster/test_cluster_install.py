@@ -1,0 +1,442 @@
+"""`kubetrain install` against a real kube-apiserver, object by object.
+
+A control plane of this module's own (`own_plane`), not the tier's cluster: the installed
+ValidatingWebhookConfiguration fails closed and nothing serves it here, so it would refuse every
+other test's jobs, and the operator Deployment's pod would land on the tier's node. The plane has
+no node, so the Deployment's pods stay Pending: what is tested is what the real API server, its
+admission, RBAC authorizer, and controllers (namespace, garbage collector, CRD finalizer,
+Deployment) make of the rendered objects.
+
+Every test installs and uninstalls, so the next one starts from an empty plane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import secrets
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubetrain.runtime.errors import ApiError
+from kubetrain.runtime.transport import KubeClient
+from kubetrain.webhook.provisioner import CertConfig, CertProvisioner
+from tests.e2e.cluster import tier
+from tests.e2e.cluster.own_plane import control_plane, token_kubeconfig
+from tests.integration.operator_process.jobs import job
+from tests.integration.operator_process.procs import REPO, child_env
+
+assert tier.KUBECONFIG  # importing tier skips this module without a cluster tier
+
+JsonDict = dict[str, Any]
+
+MANAGER = "kubetrain-install"
+WEBHOOK_CONFIGURATION = "validator.training-operator.kubeflow.org"
+SECRET = "training-operator-webhook-cert"
+PART_OF = "app.kubernetes.io/part-of=kubetrain"
+RBAC = "rbac.authorization.k8s.io/v1"
+UNREACHABLE = 'failed calling webhook "validator.pytorchjob.training-operator.kubeflow.org"'
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with control_plane(tmp_path_factory.mktemp("install-plane")) as kubeconfig:
+        yield kubeconfig
+
+
+@pytest.fixture
+async def kube(plane: Path) -> AsyncIterator[KubeClient]:
+    client = await KubeClient.from_kubeconfig(str(plane), None, qps=0)
+    yield client
+    await client.close()
+
+
+async def kubetrain(*args: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "kubetrain.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=child_env(),
+        cwd=REPO,
+    )
+
+
+async def install(kubeconfig: Path, *args: str) -> str:
+    result = await kubetrain("install", "--kubeconfig", str(kubeconfig), *args)
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+_RENDERED: dict[tuple[str, ...], str] = {}
+
+
+async def rendered(*args: str) -> list[JsonDict]:
+    """What `install ARGS` applies: `--print` renders the same objects (a fresh copy each call)."""
+    if args not in _RENDERED:
+        result = await kubetrain("install", "--print", *args)
+        assert result.returncode == 0, result.stderr
+        _RENDERED[args] = result.stdout
+    return [o for o in yaml.safe_load_all(_RENDERED[args]) if o]
+
+
+async def live(kube: KubeClient, obj: JsonDict) -> JsonDict | None:
+    meta = obj["metadata"]
+    namespace = meta.get("namespace") if kube.resource(obj["apiVersion"], obj["kind"]).namespaced else None
+    try:
+        return await kube.get(obj["apiVersion"], obj["kind"], namespace, meta["name"])
+    except ApiError as err:
+        if err.not_found:
+            return None
+        raise
+
+
+def ref(obj: JsonDict) -> str:
+    meta = obj["metadata"]
+    return f"{obj['kind']} {meta.get('namespace', '')}/{meta['name']}"
+
+
+def differences(want: Any, have: Any, path: str) -> list[str]:
+    """Where `have` lacks or changes what `want` says (the server may add fields, not alter ours)."""
+    if isinstance(want, dict):
+        if not isinstance(have, dict):
+            return [f"{path}: {have!r} is not an object"]
+        found: list[str] = []
+        for key, value in want.items():
+            if key not in have:
+                found.append(f"{path}.{key}: missing")
+            else:
+                found += differences(value, have[key], f"{path}.{key}")
+        return found
+    if isinstance(want, list):
+        if not isinstance(have, list) or len(have) != len(want):
+            return [f"{path}: {have!r} instead of {want!r}"]
+        return [
+            d
+            for i, (w, h) in enumerate(zip(want, have, strict=True))
+            for d in differences(w, h, f"{path}[{i}]")
+        ]
+    return [] if want == have else [f"{path}: {have!r} instead of {want!r}"]
+
+
+def owners(obj: JsonDict, field: str) -> set[str]:
+    """The managers whose managedFields entry names `field` (e.g. "f:caBundle")."""
+    return {
+        m["manager"]
+        for m in obj["metadata"].get("managedFields") or ()
+        if f'"{field}"' in json.dumps(m.get("fieldsV1") or {})
+    }
+
+
+async def assert_installed(kube: KubeClient, objects: list[JsonDict]) -> dict[str, JsonDict]:
+    """Every rendered object is on the server with the fields we rendered, applied by our manager."""
+    found: dict[str, JsonDict] = {}
+    problems: list[str] = []
+    for obj in objects:
+        have = await live(kube, obj)
+        if have is None:
+            problems.append(f"{ref(obj)}: not found")
+            continue
+        found[ref(obj)] = have
+        problems += differences(obj, have, ref(obj))
+        applied = [m for m in have["metadata"].get("managedFields") or () if m["manager"] == MANAGER]
+        if [m.get("operation") for m in applied] != ["Apply"]:
+            problems.append(f"{ref(obj)}: managedFields of {MANAGER}: {applied}")
+    assert problems == []
+    return found
+
+
+async def assert_crds_served(kube: KubeClient, objects: list[JsonDict]) -> None:
+    """Established, the names accepted, each version served as rendered and in discovery."""
+    for crd in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
+        have = await live(kube, crd)
+        assert have is not None, ref(crd)
+        conditions = {c["type"]: c["status"] for c in have["status"]["conditions"]}
+        assert conditions["Established"] == conditions["NamesAccepted"] == "True", conditions
+        assert differences(crd["spec"]["names"], have["status"]["acceptedNames"], "acceptedNames") == []
+        for version in crd["spec"]["versions"]:
+            served = next(v for v in have["spec"]["versions"] if v["name"] == version["name"])
+            want = version.get("additionalPrinterColumns") or []
+            assert differences(want, served.get("additionalPrinterColumns") or [], ref(crd)) == []
+            if version["served"]:
+                group = crd["spec"]["group"]
+                discovery = await kube.request("GET", f"/apis/{group}/{version['name']}")
+                names = {r["name"] for r in discovery["resources"]}
+                assert crd["spec"]["names"]["plural"] in names, (version["name"], names)
+
+
+async def assert_gone(kube: KubeClient, objects: list[JsonDict]) -> None:
+    remaining = [ref(o) for o in objects if await live(kube, o) is not None]
+    assert remaining == []
+
+
+async def labelled(kube: KubeClient, api_version: str, kind: str) -> set[str]:
+    items, _ = await kube.list(api_version, kind, label_selector=PART_OF)
+    return {i["metadata"]["name"] for i in items}
+
+
+async def items(kube: KubeClient, path: str) -> list[JsonDict]:
+    """A list by path, for kinds the client's registry does not know (ReplicaSets)."""
+    found: list[JsonDict] = (await kube.request("GET", path)).get("items") or []
+    return found
+
+
+def of_kind(objects: list[JsonDict], kind: str) -> list[JsonDict]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def names(objects: list[JsonDict], kind: str) -> set[str]:
+    return {o["metadata"]["name"] for o in of_kind(objects, kind)}
+
+
+async def refused_unreachable(kube: KubeClient, namespace: str) -> str:
+    """Create a PyTorchJob in `namespace`; the error text, which must come from the webhook call."""
+    with pytest.raises(ApiError) as refused:
+        await kube.create(job("PyTorchJob", f"refused-{secrets.token_hex(2)}", namespace))
+    assert UNREACHABLE in str(refused.value), refused.value
+    return str(refused.value)
+
+
+@asynccontextmanager
+async def uninstalled_after(plane: Path, kube: KubeClient, *args: str) -> AsyncIterator[None]:
+    """Uninstall on the way out if anything is left, so a failed test does not spoil the next."""
+    try:
+        yield
+    finally:
+        if any([await live(kube, o) is not None for o in await rendered(*args)]):
+            await install(plane, *args, "--uninstall")
+
+
+async def namespace(kube: KubeClient, name: str) -> str:
+    await kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+# -- install, uninstall ----------------------------------------------------------------------------
+
+
+async def test_cluster_wide_install_then_uninstall_object_by_object(plane: Path, kube: KubeClient) -> None:
+    objects = await rendered()
+    async with uninstalled_after(plane, kube):
+        await install(plane)
+
+        found = await assert_installed(kube, objects)
+        await assert_crds_served(kube, objects)
+        mpi = found["CustomResourceDefinition /mpijobs.kubeflow.org"]["spec"]["versions"]
+        assert {v["name"]: (v["served"], v["storage"]) for v in mpi} == {
+            "v1": (True, True),
+            "v2beta1": (True, False),
+        }
+        container = found["Deployment kubeflow/training-operator"]["spec"]["template"]["spec"]["containers"][
+            0
+        ]
+        assert container["image"] == "kubetrain:0.1.0"
+        assert "--leader-elect" in container["args"]
+        assert not [a for a in container["args"] if a.startswith("--namespace")]
+        hooks = found[f"ValidatingWebhookConfiguration /{WEBHOOK_CONFIGURATION}"]["webhooks"]
+        assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"kubeflow"}
+        assert all("caBundle" not in h["clientConfig"] for h in hooks)  # the operator injects it
+        # Nothing of ours that was not rendered: the cluster-scoped RBAC is exactly the tree's.
+        assert await labelled(kube, RBAC, "ClusterRole") == names(objects, "ClusterRole")
+        assert await labelled(kube, RBAC, "ClusterRoleBinding") == names(objects, "ClusterRoleBinding")
+        # The real controllers act on it: the Deployment's pod exists (Pending: no node), as rendered.
+        pods = await items(kube, "/api/v1/namespaces/kubeflow/pods")
+        assert [p["spec"]["serviceAccountName"] for p in pods] == ["training-operator"]
+        assert pods[0]["spec"]["containers"][0]["image"] == "kubetrain:0.1.0"
+        # The webhook's rules match jobs in every namespace and fail closed while nothing serves them.
+        jobs_ns = await namespace(kube, f"jobs-{secrets.token_hex(3)}")
+        await refused_unreachable(kube, jobs_ns)
+        await kube.delete("v1", "Namespace", None, jobs_ns)
+
+        await install(plane, "--uninstall")
+
+        # It waited for the namespace controller, the garbage collector and the CRD finalizer.
+        await assert_gone(kube, objects)
+        for path in ("/apis/apps/v1/namespaces/kubeflow/replicasets", "/api/v1/namespaces/kubeflow/pods"):
+            assert await items(kube, path) == []
+        assert await labelled(kube, RBAC, "ClusterRole") == set()
+
+
+async def test_single_namespace_install_and_keep_crds(plane: Path, kube: KubeClient) -> None:
+    ns = f"ml-{secrets.token_hex(3)}"
+    args = ("--overlay", "single-namespace", "--namespace", ns)
+    objects = await rendered(*args)
+    elsewhere = await namespace(kube, f"other-{secrets.token_hex(3)}")
+    async with uninstalled_after(plane, kube, *args):
+        await install(plane, *args)
+
+        found = await assert_installed(kube, objects)
+        await assert_crds_served(kube, objects)
+        assert {o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]} == {ns}
+        container = found[f"Deployment {ns}/training-operator"]["spec"]["template"]["spec"]["containers"][0]
+        assert f"--namespace={ns}" in container["args"]
+        # Namespaced RBAC only: no cluster-wide grant to pods, services or jobs.
+        assert await labelled(kube, RBAC, "ClusterRole") == {"training-operator-webhook"}
+        assert await labelled(kube, RBAC, "ClusterRoleBinding") == {"training-operator-webhook"}
+        assert await labelled(kube, RBAC, "Role") == names(objects, "Role")
+        # The namespaceSelector as the real server evaluates it: the served namespace's jobs reach the
+        # (unreachable, fail-closed) webhook, another namespace's are admitted without it.
+        await refused_unreachable(kube, ns)
+        kept = await kube.create(job("PyTorchJob", "kept", elsewhere))
+
+        await install(plane, *args, "--uninstall", "--keep-crds")
+
+        crds = of_kind(objects, "CustomResourceDefinition")
+        await assert_gone(kube, [o for o in objects if o not in crds])
+        assert [ref(crd) for crd in crds if await live(kube, crd) is None] == []
+        still = await live(kube, kept)
+        assert still is not None and still["metadata"]["uid"] == kept["metadata"]["uid"]
+
+        removed = await install(plane, *args, "--uninstall")
+
+        assert "customresourcedefinition/pytorchjobs.kubeflow.org deleted" in removed
+        await assert_gone(kube, [*crds, kept])  # the CRD's finalizer deleted its jobs
+    await kube.delete("v1", "Namespace", None, elsewhere)
+
+
+async def test_an_existing_namespace_survives_uninstall(plane: Path, kube: KubeClient) -> None:
+    ns = await namespace(kube, f"team-{secrets.token_hex(3)}")
+    precious = await kube.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "precious", "namespace": ns}}
+    )
+    args = ("--overlay", "single-namespace", "--namespace", ns)
+    objects = await rendered(*args)
+    async with uninstalled_after(plane, kube, *args):
+        said = await install(plane, *args)
+
+        assert f"namespace/{ns} exists: left as is" in said
+        live_ns = await kube.get("v1", "Namespace", None, ns)
+        assert MANAGER not in {m["manager"] for m in live_ns["metadata"].get("managedFields") or ()}
+
+        said = await install(plane, *args, "--uninstall")
+
+        assert f"namespace/{ns} kept: kubetrain install did not create it" in said
+        await assert_gone(kube, [o for o in objects if o["kind"] != "Namespace"])
+        assert await live(kube, precious) is not None
+    await kube.delete("v1", "Namespace", None, ns)
+
+
+# -- upgrade ---------------------------------------------------------------------------------------
+
+
+async def test_upgrade_changes_the_image_and_nothing_else(
+    plane: Path, kube: KubeClient, tmp_path: Path
+) -> None:
+    objects = await rendered()
+    new_image = "registry.example/kubetrain:next"
+    async with uninstalled_after(plane, kube):
+        await install(plane)
+        # The operator's own certificate code writes the Secret and the caBundle (PUT, its manager).
+        bundle = await CertProvisioner(kube, CertConfig(cert_dir=tmp_path)).ensure()
+        before = await assert_installed(kube, objects)
+        secret = before[f"Secret kubeflow/{SECRET}"]
+        hooks = before[f"ValidatingWebhookConfiguration /{WEBHOOK_CONFIGURATION}"]
+        assert set(secret["data"]) >= {"tls.crt", "tls.key", "ca.crt"}
+        assert MANAGER not in owners(secret, "f:tls.crt") and owners(secret, "f:tls.crt")
+        assert MANAGER not in owners(hooks, "f:caBundle") and owners(hooks, "f:caBundle")
+        deployment = before["Deployment kubeflow/training-operator"]
+
+        await install(plane, "--image", new_image)
+
+        after = await assert_installed(kube, await rendered("--image", new_image))
+        upgraded = after["Deployment kubeflow/training-operator"]
+        assert upgraded["metadata"]["uid"] == deployment["metadata"]["uid"]
+        assert upgraded["metadata"]["generation"] == deployment["metadata"]["generation"] + 1
+        assert upgraded["spec"]["template"]["spec"]["containers"][0]["image"] == new_image
+        upgraded["spec"]["template"]["spec"]["containers"][0]["image"] = "kubetrain:0.1.0"
+        assert upgraded["spec"] == deployment["spec"]
+        # The other manager's fields survive; every other object is untouched (same resourceVersion).
+        assert after[f"Secret kubeflow/{SECRET}"]["data"] == secret["data"]
+        webhooks = after[f"ValidatingWebhookConfiguration /{WEBHOOK_CONFIGURATION}"]["webhooks"]
+        assert {h["clientConfig"]["caBundle"] for h in webhooks} == {
+            base64.b64encode(bundle.ca_cert).decode()
+        }
+        changed = [
+            key
+            for key, obj in after.items()
+            if key != "Deployment kubeflow/training-operator"
+            and obj["metadata"]["resourceVersion"] != before[key]["metadata"]["resourceVersion"]
+        ]
+        assert changed == []
+        # The Deployment controller rolls it out: a ReplicaSet of the new image, owned by it.
+        await until_replica_set(kube, upgraded["metadata"]["uid"], new_image)
+
+
+async def until_replica_set(kube: KubeClient, owner_uid: str, image: str, timeout: float = 60) -> None:
+    async with asyncio.timeout(timeout):
+        while True:
+            for rs in await items(kube, "/apis/apps/v1/namespaces/kubeflow/replicasets"):
+                owned = any(o["uid"] == owner_uid for o in rs["metadata"].get("ownerReferences") or ())
+                if owned and rs["spec"]["template"]["spec"]["containers"][0]["image"] == image:
+                    return
+            await asyncio.sleep(0.2)
+
+
+# -- RBAC ------------------------------------------------------------------------------------------
+
+
+async def test_rbac_escalation_checks(plane: Path, kube: KubeClient, tmp_path: Path) -> None:
+    """Not system:masters: cluster-admin may install; a user who may write every object install
+    writes, but does not hold what the operator's ClusterRole grants, is refused by the escalation
+    check, and install says which object and why."""
+    admin = await token_kubeconfig(kube, plane, "default", "admin-installer", tmp_path / "admin")
+    await kube.create(binding("admin-installer", "cluster-admin"))
+    limited = await token_kubeconfig(kube, plane, "default", "rbac-writer", tmp_path / "limited")
+    writer = {"apiGroups": ["*"], "resources": INSTALLED_RESOURCES, "verbs": WRITE}
+    await kube.create(
+        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "rbac-writer"}, "rules": [writer]}
+    )
+    await kube.create(binding("rbac-writer", "rbac-writer"))
+    async with uninstalled_after(plane, kube):
+        await install(admin)
+        assert await assert_installed(kube, await rendered())
+        await install(admin, "--uninstall")
+
+        refused = await kubetrain("install", "--kubeconfig", str(limited))
+
+        assert refused.returncode == 1, refused.stderr
+        assert "applying ClusterRole training-operator failed" in refused.stderr
+        assert "is attempting to grant RBAC permissions not currently held" in refused.stderr
+        role = {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "training-operator"}}
+        assert await live(kube, role) is None
+
+
+INSTALLED_RESOURCES = [
+    "namespaces",
+    "customresourcedefinitions",
+    "serviceaccounts",
+    "roles",
+    "leases",
+    "rolebindings",
+    "clusterroles",
+    "clusterrolebindings",
+    "secrets",
+    "services",
+    "deployments",
+    "validatingwebhookconfigurations",
+]
+"""Every resource install writes, and leases: enough to apply every object and to grant the namespaced
+Role (Secrets, Leases), not to hold what the operator's ClusterRole grants (pods, services, jobs)."""
+
+WRITE = ["get", "list", "watch", "create", "update", "patch", "delete"]
+"""Not `escalate` nor `bind`: those verbs on roles would skip the check under test."""
+
+
+def binding(account: str, role: str) -> JsonDict:
+    return {
+        "apiVersion": RBAC,
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"{account}-{secrets.token_hex(2)}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": "default"}],
+    }
