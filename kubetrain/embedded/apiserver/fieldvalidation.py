@@ -43,7 +43,8 @@ _ENVELOPE = ("apiVersion", "kind", "metadata")
 @dataclass
 class RequestState:
     directive: str
-    duplicates: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)  # the texts, for patches and custom resources
+    pairs: Any = None  # the body with its repeated keys (a _Pairs tree), when it has any
 
 
 _state: contextvars.ContextVar[RequestState | None] = contextvars.ContextVar(
@@ -54,35 +55,32 @@ _state: contextvars.ContextVar[RequestState | None] = contextvars.ContextVar(
 # --- the request side ----------------------------------------------------------------------
 
 
-class _Dups(dict[str, Any]):
-    """A JSON object that had repeated keys (the last value wins, as in Go)."""
-
-    repeated: list[str]
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as the text has it: every key, repeated ones included, in order."""
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    repeated: list[str] = []
-    for k, v in pairs:
-        if k in out and k not in repeated:
-            repeated.append(k)
-        out[k] = v
-    if not repeated:
-        return out
-    dups = _Dups(out)
-    dups.repeated = repeated
-    return dups
-
-
-def _dup_paths(node: Any, path: str, out: list[str]) -> None:
-    if isinstance(node, dict):
-        for k in getattr(node, "repeated", ()):
-            out.append(_join(path, k))
-        for k, v in node.items():
-            _dup_paths(v, _join(path, k), out)
+def _dup_walk(node: Any, path: list[str], out: list[str]) -> None:
+    """Repeated keys in document order, into every value (first ones too), as an untyped decode."""
+    if isinstance(node, _Pairs):
+        seen: set[str] = set()
+        for k, v in node:
+            if k in seen:
+                out.append(_path(path, k))
+            seen.add(k)
+            if isinstance(v, list):
+                path.append(k)
+                _dup_walk(v, path, out)
+                path.pop()
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            _dup_paths(v, f"{path}[{i}]", out)
+            if isinstance(v, list):
+                path.append(f"[{i}]")
+                _dup_walk(v, path, out)
+                path.pop()
+
+
+def _path(path: list[str], key: str) -> str:
+    return ".".join([*path, key]).replace(".[", "[")
 
 
 _KEY_END = re.compile(rb'"\s*:')
@@ -96,22 +94,29 @@ def _count_keys(node: Any) -> int:
     return 0
 
 
-def duplicate_fields(raw: bytes) -> list[str]:
-    """Paths of repeated keys in a JSON body (sigs.k8s.io/json's DisallowDuplicateFields).
+def parse_pairs(raw: bytes) -> _Pairs | None:
+    """The body as a tree of key/value pairs when it repeats a key, else None.
 
     Fast path: every key of the text ends in ``":``, so when that count equals the keys orjson
-    kept (it keeps the last of repeated keys), there is no repeated key. Only otherwise (a
-    repeated key, or ``\\":`` inside a string) is the body parsed again, slowly, to find them."""
+    kept (it keeps the last of repeated keys), no key repeats. Only otherwise (a repeated key,
+    or ``\\":`` inside a string) is the body parsed again, slowly, keeping every pair."""
     if b'"' not in raw:
-        return []
+        return None
     try:
         if len(_KEY_END.findall(raw)) == _count_keys(loads(raw)):
-            return []
-        parsed = json.loads(raw, object_pairs_hook=_pairs)
+            return None
+        tree = json.loads(raw, object_pairs_hook=_Pairs)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        return []  # the handler reports the malformed body
+        return None  # the handler reports the malformed body
+    return tree if isinstance(tree, _Pairs) else None
+
+
+def duplicate_fields(raw: bytes) -> list[str]:
+    """Paths of repeated keys in a JSON body (sigs.k8s.io/json's DisallowDuplicateFields)."""
+    tree = parse_pairs(raw)
     out: list[str] = []
-    _dup_paths(parsed, "", out)
+    if tree is not None:
+        _dup_walk(tree, [], out)
     return out
 
 
@@ -148,7 +153,10 @@ async def middleware(
     state = RequestState(directive)
     if directive != IGNORE and "yaml" not in request.content_type:
         prefix = "json patch " if request.content_type == JSON_PATCH else ""
-        dups = duplicate_fields(await request.read())
+        state.pairs = parse_pairs(await request.read())
+        dups: list[str] = []
+        if state.pairs is not None:
+            _dup_walk(state.pairs, [], dups)
         state.duplicates = [f'{prefix}duplicate field "{p}"' for p in dups]
     token = _state.set(state)
     try:
@@ -406,10 +414,46 @@ def _strict_text(problems: list[str]) -> str:
     return "strict decoding error: " + ", ".join(problems)
 
 
-def _problems(state: RequestState, rt: ResourceType, obj: dict[str, Any]) -> list[str]:
-    found = list(state.duplicates)
-    found.extend(f'unknown field "{p}"' for p in unknown_fields(rt, obj))
-    return found
+def _typed_strict(node: Any, schema: _Node, path: list[str], out: list[str]) -> None:
+    """A built-in kind's decode of a body with repeated keys: duplicate and unknown fields in
+    document order, an unknown field's value skipped, each error once (decode.go's object)."""
+    if isinstance(node, _Pairs):
+        if schema.opaque:
+            return
+        seen: set[str] = set()
+        for k, v in node:
+            sub = schema.props.get(k) or schema.addl
+            if sub is None and not schema.any_key:
+                text = f'unknown field "{_path(path, k)}"'
+                if text not in out:
+                    out.append(text)
+                continue
+            if k in seen:
+                text = f'duplicate field "{_path(path, k)}"'
+                if text not in out:
+                    out.append(text)
+            seen.add(k)
+            if sub is not None and isinstance(v, list):
+                path.append(k)
+                _typed_strict(v, sub, path, out)
+                path.pop()
+    elif isinstance(node, list) and schema.items is not None:
+        for i, v in enumerate(node):
+            if isinstance(v, list):
+                path.append(f"[{i}]")
+                _typed_strict(v, schema.items, path, out)
+                path.pop()
+
+
+def _problems(state: RequestState, rt: ResourceType, obj: dict[str, Any], body: bool) -> list[str]:
+    """The strict decoding errors of a write; ``body``: ``obj`` is the request body itself."""
+    unknown = unknown_fields(rt, obj)
+    node = _kind_node(rt.group, rt.version, rt.kind) if rt.custom is None else None
+    if body and state.pairs is not None and node is not None:
+        out: list[str] = []
+        _typed_strict(state.pairs, node, [], out)
+        return out
+    return [*state.duplicates, *(f'unknown field "{p}"' for p in unknown)]
 
 
 def _warn(problems: list[str]) -> None:
@@ -422,7 +466,7 @@ def check_object(rt: ResourceType, obj: dict[str, Any]) -> None:
     state = _state.get()
     if state is None:
         return
-    problems = _problems(state, rt, obj)
+    problems = _problems(state, rt, obj, body=True)
     if not problems or state.directive == IGNORE:
         return
     if state.directive == WARN:
@@ -440,7 +484,7 @@ def check_patched(rt: ResourceType, patched: dict[str, Any], patch: Any, content
         return
     strategic = content_type == STRATEGIC_PATCH and rt.custom is None
     before = dumps(patched).decode() if state.directive == STRICT and not strategic else ""
-    problems = _problems(state, rt, patched)
+    problems = _problems(state, rt, patched, body=False)
     if not problems or state.directive == IGNORE:
         return
     if state.directive == WARN:

@@ -97,6 +97,21 @@ async def test_duplicate_fields(http: Http, ns: NS) -> None:
     assert body["data"] == {"a": "2"}
 
 
+async def test_duplicate_and_unknown_fields_in_document_order(http: Http, ns: NS) -> None:
+    """Go's decoder reports as it reads: a repeated object's first value too, unknown fields among them."""
+    raw = (
+        b'{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"1","a":"2"},'
+        b'"metadata":{"name":"dd","labels":{"x":"1","x":"1"}},"data":{"b":"1","b":"1"},"bogus":1}'
+    )
+    status, body, _ = await post(http, ns.configmaps, raw, fieldValidation="Strict")
+    assert status == 400, body
+    assert body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'duplicate field "data.a", duplicate field "metadata.labels.x", duplicate field "data", '
+        'duplicate field "data.b", unknown field "bogus"'
+    )
+
+
 async def test_unsupported_directive_is_invalid(http: Http, ns: NS) -> None:
     status, body, _ = await post(http, ns.configmaps, configmap("bad"), fieldValidation="Loose")
     assert status == 422, body
