@@ -2,52 +2,19 @@
 
 from __future__ import annotations
 
-import calendar
 import re
-import time
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
+from .printers import AGE, BUILTIN_COLUMNS, Column, since
 from .resources import ResourceType
 
 
 def wants_table(request: web.Request) -> bool:
     accept = request.headers.get("Accept", "")
     return "as=Table" in accept
-
-
-def human_duration(seconds: float) -> str:
-    """kubectl's duration.HumanDuration."""
-    s = int(seconds)
-    if s < 0:
-        return "<invalid>"
-    if s < 120:
-        return f"{s}s"
-    m = s // 60
-    if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
-    if m < 180:
-        return f"{m}m"
-    h = m // 60
-    if h < 8:
-        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
-    if h < 48:
-        return f"{h}h"
-    d = h // 24
-    if d < 8:
-        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
-    if d < 730:
-        return f"{d}d"
-    return f"{d // 365}y{d % 365}d"
-
-
-def _age(obj: dict[str, Any]) -> str:
-    ts = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not ts:
-        return "<unknown>"
-    created = calendar.timegm(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ"))
-    return human_duration(time.time() - created)
 
 
 _STEP = re.compile(r"([^.\[\]]*)((?:\[[^\]]*\])*)")
@@ -84,75 +51,64 @@ def _jsonpath(obj: Any, path: str) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def _pod_cells(pod: dict[str, Any]) -> list[Any]:
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    statuses = status.get("containerStatuses") or []
-    ready = sum(1 for c in statuses if c.get("ready"))
-    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
-    reason = status.get("reason") or status.get("phase") or "Unknown"
-    for c in statuses:
-        state = c.get("state") or {}
-        if "waiting" in state and state["waiting"].get("reason"):
-            reason = state["waiting"]["reason"]
-        elif "terminated" in state:
-            reason = state["terminated"].get("reason") or f"ExitCode:{state['terminated'].get('exitCode')}"
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        reason = "Terminating"
-    return [f"{ready}/{len(spec.get('containers') or [])}", reason, restarts]
+NAME = Column(
+    "Name",
+    lambda o: o["metadata"]["name"],
+    description="Name must be unique within a namespace.",
+    format="name",
+)
 
 
-def _columns(rt: ResourceType) -> list[dict[str, Any]]:
-    cols = [
-        {
-            "name": "Name",
-            "type": "string",
-            "format": "name",
-            "description": "Name must be unique within a namespace.",
-            "priority": 0,
-        }
-    ]
-    if rt.kind == "Pod" and rt.group == "":
-        cols += [
-            {"name": n, "type": t, "format": "", "description": n, "priority": 0}
-            for n, t in (("Ready", "string"), ("Status", "string"), ("Restarts", "integer"))
-        ]
-    elif rt.custom is not None:
-        cols += [
-            {
-                "name": c.get("name", ""),
-                "type": c.get("type", "string"),
-                "format": c.get("format", ""),
-                "description": c.get("description", ""),
-                "priority": c.get("priority", 0),
-            }
-            for c in rt.custom.printer_columns
-            if c.get("jsonPath") != ".metadata.creationTimestamp"
-        ]
-    cols.append(
-        {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp", "priority": 0}
+def _path_cell(path: str, date: bool) -> Callable[[dict[str, Any]], Any]:
+    """A printer column's cell; `date` columns show the age (ConvertToHumanReadableDateType)."""
+    if date:
+        return lambda obj: since(_jsonpath(obj, path)) if isinstance(_jsonpath(obj, path), str) else None
+    return lambda obj: _jsonpath(obj, path)
+
+
+def _custom_columns(rt: ResourceType) -> list[Column]:
+    """apiextensions' table convertor: the CRD's columns, or an Age date column when it has none."""
+    assert rt.custom is not None
+    specs = rt.custom.printer_columns or (
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     )
+    cols = []
+    for spec in specs:
+        path = str(spec.get("jsonPath", ""))
+        cols.append(
+            Column(
+                str(spec.get("name", "")),
+                _path_cell(path, spec.get("type") == "date"),
+                int(spec.get("priority", 0)),
+                str(
+                    spec.get("description")
+                    or f"Custom resource definition column (in JSONPath format): {path}"
+                ),
+                str(spec.get("type", "string")),
+                str(spec.get("format", "")),
+            )
+        )
     return cols
 
 
-def _cells(rt: ResourceType, obj: dict[str, Any]) -> list[Any]:
-    cells: list[Any] = [obj["metadata"]["name"]]
-    if rt.kind == "Pod" and rt.group == "":
-        cells += _pod_cells(obj)
-    elif rt.custom is not None:
-        cells += [
-            _jsonpath(obj, c.get("jsonPath", ""))
-            for c in rt.custom.printer_columns
-            if c.get("jsonPath") != ".metadata.creationTimestamp"
-        ]
-    cells.append(_age(obj))
-    return cells
+def columns(rt: ResourceType) -> list[Column]:
+    """The kind's columns, Name first (events put it last, as a wide column)."""
+    if rt.custom is not None:
+        return [NAME, *_custom_columns(rt)]
+    cols = BUILTIN_COLUMNS.get((rt.group, rt.kind))
+    if cols is None:
+        return [NAME, *AGE]
+    if any(c.name == "Name" for c in cols):
+        return list(cols)
+    return [NAME, *cols]
 
 
 def to_table(rt: ResourceType, objs: list[dict[str, Any]], rv: int, request: web.Request) -> dict[str, Any]:
     include = request.query.get("includeObject", "Metadata")
+    cols = columns(rt)
     rows = []
     for obj in objs:
-        row: dict[str, Any] = {"cells": _cells(rt, obj)}
+        row: dict[str, Any] = {"cells": [c.cell(obj) for c in cols]}
         if include == "Object":
             row["object"] = obj
         elif include != "None":
@@ -166,6 +122,6 @@ def to_table(rt: ResourceType, objs: list[dict[str, Any]], rv: int, request: web
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": str(rv)},
-        "columnDefinitions": _columns(rt),
+        "columnDefinitions": [c.definition() for c in cols],
         "rows": rows,
     }
