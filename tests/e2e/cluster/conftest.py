@@ -151,13 +151,16 @@ async def _cleanup(env: ClusterEnv) -> None:
 def _node_args(env: ClusterEnv, workdir: Path) -> list[str]:
     """`kubetrain node` as the cluster's kubelet: its pods get their own loopback addresses and
     resolve each other by service names. It binds pending pods itself only where no scheduler runs
-    (an embedded plane, or KUBETRAIN_E2E_BIND_PENDING=1)."""
+    (an embedded plane, or KUBETRAIN_E2E_BIND_PENDING=1); on a real API server its kubelet API
+    authorizes callers with SubjectAccessReviews."""
     from tests.e2e.cluster import tier
 
     args = ["node", "--kubeconfig", str(env.kubeconfig), *env.connection_flags()]
     args += ["--name", str(env.node_name)]
     if env.embedded or os.environ.get("KUBETRAIN_E2E_BIND_PENDING") == "1":
         args.append("--bind-pending")
+    if not env.embedded:  # the kubelet API asks the API server who may use it, as kubelets do
+        args += ["--authorization-mode", "Webhook"]
     root = workdir.parent / "node-root"  # kept after the run: pod logs and sandboxes for a post-mortem
     return [*args, "--network", tier.NETWORK, "--workdir", str(workdir), "--root-dir", str(root)]
 
