@@ -2,24 +2,36 @@
 
 The embedded server publishes, for the built-in kinds it serves, the real server's schemas and
 paths rather than hand-written ones, so ``kubectl explain`` and field validation see exactly what
-a cluster shows. The source is the ``api/openapi-spec/v3`` directory of the ``k8s.io/kubernetes``
-module (``go mod download k8s.io/kubernetes@v1.36.3``); only the paths of served resources and the
-schemas reachable from them are kept, and schemas shared by several group-versions are stored once.
+a cluster shows. Only the paths of served resources and the schemas reachable from them are kept,
+and schemas shared by several group-versions are stored once. The committed data comes from a
+running kube-apiserver (``scripts/k8s-control-plane up DIR``, default feature gates, with a CRD
+installed so that the CRD documents' shared schemas are the real ones too):
 
-    python -m kubetrain.embedded.apiserver.openapi_gen $(go env GOMODCACHE)/k8s.io/kubernetes@v1.36.3
+    python -m kubetrain.embedded.apiserver.openapi_gen MODULE_DIR --server DIR/kubeconfig
 
-It also writes ``data/openapiv2.desc``, gnostic's descriptor of the protobuf form of /openapi/v2,
-from the gnostic-models module that k8s.io/kubernetes requires (in the same module cache).
+Without ``--server`` the documents are read from ``MODULE_DIR/api/openapi-spec/v3`` (generated with
+every feature gate on, so they list CBOR content types and lack enum values a server publishes).
+MODULE_DIR is the ``k8s.io/kubernetes`` module, ``$(go env GOMODCACHE)/k8s.io/kubernetes@v1.36.3``;
+``data/openapiv2.desc``, gnostic's descriptor of the protobuf form of /openapi/v2, is taken from
+the gnostic-models module it requires (in the same module cache).
 """
 
 from __future__ import annotations
 
+import argparse
+import base64
 import json
 import lzma
 import re
+import ssl
 import sys
+import tempfile
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .openapi import _closure, _refs, _served_path, gv_key
 from .resources import BUILTINS, ResourceType
@@ -47,14 +59,49 @@ CRD_TEMPLATE_PATHS = {
 }
 
 
-def _load(spec_dir: Path, key: str) -> dict[str, Any]:
-    name = key.replace("/", "__")
-    doc: dict[str, Any] = json.loads((spec_dir / f"{name}_openapi.json").read_text())
-    return doc
+Loader = Callable[[str], dict[str, Any]]
 
 
-def generate(module_dir: Path) -> dict[str, Any]:
+def file_loader(module_dir: Path) -> Loader:
     spec_dir = module_dir / "api" / "openapi-spec" / "v3"
+
+    def load(key: str) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads((spec_dir / f"{key.replace('/', '__')}_openapi.json").read_text())
+        return doc
+
+    return load
+
+
+def server_loader(kubeconfig: Path) -> tuple[Loader, list[str]]:
+    """Documents from a live server (admin client certificate), and its group-version keys."""
+    cfg = yaml.safe_load(kubeconfig.read_text())
+    cluster = cfg["clusters"][0]["cluster"]
+    user = cfg["users"][0]["user"]
+    tmp = Path(tempfile.mkdtemp())
+
+    def material(name: str, key: str) -> str:
+        if key in cluster or key in user:
+            return str(cluster.get(key) or user.get(key))
+        path = tmp / name
+        path.write_bytes(base64.b64decode(cluster.get(f"{key}-data") or user[f"{key}-data"]))
+        return str(path)
+
+    ctx = ssl.create_default_context(cafile=material("ca.crt", "certificate-authority"))
+    ctx.load_cert_chain(material("tls.crt", "client-certificate"), material("tls.key", "client-key"))
+    base = cluster["server"]
+
+    def fetch(path: str) -> dict[str, Any]:
+        req = urllib.request.Request(base + path, headers={"Accept": "application/json"})
+        with urllib.request.urlopen(req, context=ctx) as resp:
+            doc: dict[str, Any] = json.loads(resp.read())
+        return doc
+
+    index = fetch("/openapi/v3")["paths"]
+    return (lambda key: fetch(index[key]["serverRelativeURL"])), list(index)
+
+
+def generate(load: Loader, source: str, crd_key: str | None = None) -> dict[str, Any]:
+    """The data file's content; ``crd_key`` names a CRD group-version whose shared schemas to use."""
     by_gv: dict[str, dict[str, ResourceType]] = {}
     for rt in BUILTINS:
         by_gv.setdefault(gv_key(rt.group, rt.version), {})[rt.plural] = rt
@@ -62,7 +109,7 @@ def generate(module_dir: Path) -> dict[str, Any]:
     gvs: dict[str, Any] = {}
     docs: dict[str, dict[str, Any]] = {}
     for key, types in by_gv.items():
-        doc = docs[key] = _load(spec_dir, key)
+        doc = docs[key] = load(key)
         prefix = "/" + key
         paths = {p: item for p, item in doc["paths"].items() if _served_path(p, prefix, types)}
         schemas = doc["components"]["schemas"]
@@ -75,22 +122,26 @@ def generate(module_dir: Path) -> dict[str, Any]:
                 overrides[name] = schemas[name]
         gvs[key] = {"paths": paths, "schemas": sorted(names), "overrides": overrides}
     crd_schemas: dict[str, Any] = {}
-    for name, source in CRD_SCHEMA_SOURCES.items():
-        doc = docs.get(source) or _load(spec_dir, source)
+    crd_doc = load(crd_key) if crd_key else None
+    for name, origin in CRD_SCHEMA_SOURCES.items():
+        doc = docs.get(origin) or load(origin)
+        if crd_doc is not None and name in crd_doc["components"]["schemas"]:
+            doc = crd_doc
         for dep in _closure({name}, doc["components"]["schemas"]):
             crd_schemas[dep] = doc["components"]["schemas"][dep]
     # The root, /apis, /version and per-group documents (their one path is the discovery GET).
     extra = {"api", "apis", "version"} | {
         "apis/" + key.split("/")[1] for key in by_gv if key.startswith("apis/")
     }
-    others = {key: _load(spec_dir, key) for key in sorted(extra)}
+    others = {key: load(key) for key in sorted(extra)}
     batch = docs["apis/batch/v1"]["paths"]
     crd_ops = {
         op: batch[path][method].get("parameters", []) for op, (path, method) in CRD_TEMPLATE_PATHS.items()
     }
-    type_meta = _type_meta(module_dir)
+    job = docs["apis/batch/v1"]["components"]["schemas"]["io.k8s.api.batch.v1.Job"]["properties"]
+    type_meta = {"apiVersion": job["apiVersion"], "kind": job["kind"]}  # TypeMeta's, as CRDs get them
     return {
-        "source": f"k8s.io/kubernetes {module_dir.name.split('@')[-1]} api/openapi-spec/v3",
+        "source": source,
         "info": docs["api/v1"]["info"],
         "securitySchemes": docs["api/v1"]["components"]["securitySchemes"],
         "schemas": pool,
@@ -98,14 +149,6 @@ def generate(module_dir: Path) -> dict[str, Any]:
         "others": others,
         "crd": {"schemas": crd_schemas, "parameters": crd_ops, "typeMeta": type_meta},
     }
-
-
-def _type_meta(module_dir: Path) -> dict[str, Any]:
-    """apiVersion and kind as TypeMeta's generated definition describes them."""
-    doc = json.loads((module_dir / "api" / "openapi-spec" / "swagger.json").read_text())
-    defs = doc["definitions"]
-    props = defs["io.k8s.api.batch.v1.Job"]["properties"]
-    return {"apiVersion": props["apiVersion"], "kind": props["kind"]}
 
 
 def gnostic_descriptor(module_dir: Path) -> bytes:
@@ -120,16 +163,29 @@ def gnostic_descriptor(module_dir: Path) -> bytes:
     return bytes(int(x, 16) for x in re.findall(r"0x([0-9a-f]{2})", src[start:end]))
 
 
+def _is_crd(doc: dict[str, Any]) -> bool:
+    return bool(doc.get("info", {}).get("title") == "Kubernetes CRD Swagger")
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print(__doc__, file=sys.stderr)
-        return 2
-    data = generate(Path(argv[0]))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("module_dir", type=Path, help="the k8s.io/kubernetes module in the Go module cache")
+    parser.add_argument("--server", type=Path, metavar="KUBECONFIG", help="read a live kube-apiserver")
+    args = parser.parse_args(argv)
+    version = args.module_dir.name.split("@")[-1]
+    if args.server:
+        load, keys = server_loader(args.server)
+        crd = next((k for k in sorted(keys) if k.count("/") == 2 and _is_crd(load(k))), None)
+        data = generate(load, f"kube-apiserver {version} /openapi/v3 (default feature gates)", crd)
+    else:
+        data = generate(file_loader(args.module_dir), f"k8s.io/kubernetes {version} api/openapi-spec/v3")
     raw = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
     DATA_FILE.parent.mkdir(exist_ok=True)
     DATA_FILE.write_bytes(lzma.compress(raw, preset=9 | lzma.PRESET_EXTREME))
     print(f"{DATA_FILE}: {len(raw)} bytes of JSON, {DATA_FILE.stat().st_size} compressed")
-    DESCRIPTOR_FILE.write_bytes(gnostic_descriptor(Path(argv[0])))
+    DESCRIPTOR_FILE.write_bytes(gnostic_descriptor(args.module_dir))
     print(f"{DESCRIPTOR_FILE}: {DESCRIPTOR_FILE.stat().st_size} bytes")
     return 0
 
