@@ -18,9 +18,10 @@ import yaml
 from aiohttp import web
 
 from . import admission, discovery, errors
+from .decoding import decode_json
 from .errors import APIError
 from .faults import FaultInjector
-from .jsonutil import dumps, loads
+from .jsonutil import dumps
 from .listopts import list_version, parse_resource_version, too_large
 from .logs import LogOptions, LogProvider, LogUnavailable
 from .resources import BUILTINS, ResourceType
@@ -94,7 +95,7 @@ def _body(raw: bytes, content_type: str) -> Any:
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from None
     try:
-        return loads(raw)
+        return decode_json(raw)
     except ValueError as exc:
         raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
 
@@ -262,6 +263,8 @@ class APIHandler:
                 "deletecollection": self._delete_collection,
             }
             if verb in ("update", "patch", "delete") and req.name is None:
+                return None
+            if sub is None and verb not in req.rt.verbs:
                 return None
             return table.get(verb)
         return None

@@ -76,12 +76,78 @@ def validate_name(kind: str, name: str, namespace: str | None) -> list[FieldErro
     return errs
 
 
+_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+    "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+    "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+    "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
+def qualified_name_errors(value: str, what: str = "a qualified name") -> list[str]:
+    """``validation.IsQualifiedName``: an optional DNS subdomain prefix and '/', then a name part."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) > 2:
+        suffix = "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        return [f"{what} {_QUALIFIED_MSG} {suffix}"]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 bytes")
+            if not _SUBDOMAIN.match(prefix):
+                errs.append(f"prefix part {SUBDOMAIN_MSG}")
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 bytes")
+    if not _QUALIFIED.match(name):
+        errs.append(f"name part {_QUALIFIED_MSG}")
+    return errs
+
+
 def labels_errors(meta: dict[str, Any]) -> list[FieldError]:
+    """ValidateLabels and ValidateAnnotations: keys are qualified names, label values short and plain."""
     errs: list[FieldError] = []
-    for fld in ("labels", "annotations"):
-        value = meta.get(fld)
-        if value is None:
-            continue
-        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            errs.append(FieldError("FieldValueInvalid", f"metadata.{fld}", value, "must be a map of strings"))
+    labels = meta.get("labels") or {}
+    for key, value in labels.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            continue  # the decoder's type check answers these
+        errs += [
+            FieldError("FieldValueInvalid", "metadata.labels", key, m)
+            for m in qualified_name_errors(key, "a valid label key")
+        ]
+        if len(value.encode()) > 63:
+            errs.append(
+                FieldError("FieldValueInvalid", "metadata.labels", value, "must be no more than 63 bytes")
+            )
+        if not _LABEL_VALUE.match(value):
+            errs.append(FieldError("FieldValueInvalid", "metadata.labels", value, _LABEL_VALUE_MSG))
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
+        errs += [
+            FieldError("FieldValueInvalid", "metadata.annotations", key, m)
+            for m in qualified_name_errors(key.lower())
+        ]
+    size = sum(len(k.encode()) + len(str(v).encode()) for k, v in annotations.items())
+    if size > MAX_ANNOTATIONS_BYTES:
+        errs.append(
+            FieldError(
+                "FieldValueTooLong",
+                "metadata.annotations",
+                None,
+                f"must have at most {MAX_ANNOTATIONS_BYTES} bytes",
+            )
+        )
     return errs

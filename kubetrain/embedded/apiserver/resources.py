@@ -156,6 +156,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         ("status", "finalize"),
         field_selectors=("status.phase",),
         return_deleted_object=True,
+        verbs=tuple(v for v in ALL_VERBS if v != "deletecollection"),  # namespaces are never bulk-deleted
     ),
     _b(
         "",
@@ -287,6 +288,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         "ValidatingWebhookConfiguration",
         "validatingwebhookconfigurations",
         False,
+        categories=("api-extensions",),
         generation=True,
     ),
     _b(
@@ -295,6 +297,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         "MutatingWebhookConfiguration",
         "mutatingwebhookconfigurations",
         False,
+        categories=("api-extensions",),
         generation=True,
     ),
     _b(

@@ -19,6 +19,7 @@ import yaml
 from . import errors, fieldvalidation
 from .admission import CREATE, UPDATE, AdmissionChain
 from .crd import CLEANUP_FINALIZER, crd_errors, crd_status, default_crd
+from .decoding import check_types, decode_json, type_name
 from .defaults import ClusterIPAllocator, default_builtin, initial_pod_status
 from .errors import APIError, FieldError
 from .jsonutil import clone, dumps, loads
@@ -160,7 +161,11 @@ class ObjectStorage:
         if meta is None:
             meta = {}
         elif not isinstance(meta, dict):
-            raise errors.bad_request("metadata must be an object")
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: json: cannot '
+                f"unmarshal {type_name(meta)} into Go struct field {rt.kind}.metadata of type v1.ObjectMeta"
+            )
+        check_types(rt, body)
         out = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
         out.update((k, v) for k, v in body.items() if k not in out)
         return out
@@ -454,7 +459,7 @@ class ObjectStorage:
         if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH):
             raise errors.unsupported_media_type(self._media_message(rt, content_type))
         try:
-            patch = loads(raw)
+            patch = decode_json(raw)
         except ValueError as exc:
             raise errors.bad_request(f"error decoding patch: {exc}") from None
         old = self._require(rt, ns, name)
@@ -829,7 +834,7 @@ class ObjectStorage:
     ) -> dict[str, Any]:
         current = self.get_scale(rt, ns, name)
         try:
-            patch = loads(raw)
+            patch = decode_json(raw)
             if content_type == JSON_PATCH:
                 patched = json_patch(current, patch)
             elif content_type in (MERGE_PATCH, STRATEGIC_PATCH):
