@@ -70,11 +70,19 @@ def control_plane(tmp_dir: Path) -> Iterator[Path]:
         stop(tmp_dir)
 
 
-async def token_kubeconfig(kube: KubeClient, admin: Path, namespace: str, account: str, out: Path) -> Path:
-    """A kubeconfig at `out` authenticating as ServiceAccount `namespace/account` (created here)."""
-    await kube.create(
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}}
-    )
+async def token_kubeconfig(
+    kube: KubeClient, admin: Path, namespace: str, account: str, out: Path, *, create: bool = True
+) -> Path:
+    """A kubeconfig at `out` authenticating as ServiceAccount `namespace/account` (created here
+    unless `create` is False)."""
+    if create:
+        await kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": account, "namespace": namespace},
+            }
+        )
     request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
     path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
     token = (await kube.request("POST", path, body=request))["status"]["token"]

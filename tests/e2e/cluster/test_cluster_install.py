@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import secrets
 import subprocess
@@ -31,8 +32,8 @@ from kubetrain.runtime.transport import KubeClient
 from kubetrain.webhook.provisioner import CertConfig, CertProvisioner
 from tests.e2e.cluster import tier
 from tests.e2e.cluster.own_plane import control_plane, token_kubeconfig
-from tests.integration.operator_process.jobs import job
-from tests.integration.operator_process.procs import REPO, child_env
+from tests.integration.operator_process.jobs import job, pods_of, wait_condition, wait_for
+from tests.integration.operator_process.procs import REPO, OperatorProc, child_env
 
 assert tier.KUBECONFIG  # importing tier skips this module without a cluster tier
 
@@ -383,6 +384,70 @@ async def until_replica_set(kube: KubeClient, owner_uid: str, image: str, timeou
 
 
 # -- RBAC ------------------------------------------------------------------------------------------
+
+
+async def test_the_operator_works_under_the_installed_rbac(
+    plane: Path, kube: KubeClient, tmp_path: Path
+) -> None:
+    """The least-privilege grants, under the real authorizer: the operator, with the installed
+    ServiceAccount's token, writes its certificates, leads, and reconciles a job of every kind that
+    needs no launcher RBAC (MPIJob v1 and ChainerJob need components/launcher-rbac)."""
+    async with uninstalled_after(plane, kube):
+        await install(plane)
+        account = await token_kubeconfig(
+            kube, plane, "kubeflow", "training-operator", tmp_path / "operator", create=False
+        )
+        async with await KubeClient.from_kubeconfig(str(account), None, qps=0) as as_operator:
+            await CertProvisioner(as_operator, CertConfig(cert_dir=tmp_path / "certs")).ensure()
+            # Updates are confined by name: not another Secret of its namespace.
+            other = await kube.create(
+                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "other", "namespace": "kubeflow"}}
+            )
+            with pytest.raises(ApiError) as refused:
+                await as_operator.replace({**other, "data": {"k": "dg=="}})
+            assert refused.value.status == 403
+        secret = await kube.get("v1", "Secret", "kubeflow", SECRET)
+        assert set(secret["data"]) >= {"tls.crt", "tls.key", "ca.crt"}
+        # Nothing serves the webhook in this plane (no node): remove it so that jobs can be created.
+        await kube.delete(
+            "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", None, WEBHOOK_CONFIGURATION
+        )
+        operator = OperatorProc(
+            account,
+            tmp_path / "operator.log",
+            "--no-webhook",
+            "--leader-elect",
+            "--leader-election-namespace",
+            "kubeflow",
+        )
+        try:
+            await operator.wait_ready(120)
+            ns = await namespace(kube, f"rbac-{secrets.token_hex(3)}")
+            jobs = [
+                job(kind, kind.lower(), ns)
+                for kind in ("TFJob", "PyTorchJob", "XGBoostJob", "PaddleJob", "JAXJob", "MXJob")
+            ]
+            mpi = yaml.safe_load((REPO / "examples" / "mpi" / "mpijob-v2beta1-pi.yaml").read_text())
+            jobs.append({**mpi, "metadata": {**mpi["metadata"], "namespace": ns}})
+            for obj in jobs:
+                await kube.create(obj)
+            for obj in jobs:
+                await wait_condition(kube, obj, "Created", tier.TIMEOUT)
+                name = obj["metadata"]["name"]
+                await wait_for(
+                    functools.partial(pods_of, kube, ns, name), tier.TIMEOUT, f"pods of {ref(obj)}"
+                )
+            lease = await kube.get(
+                "coordination.k8s.io/v1", "Lease", "kubeflow", "1ca428e5.training-operator.kubeflow.org"
+            )
+            assert lease["spec"]["holderIdentity"]
+        finally:
+            operator.stop()
+        assert "Forbidden" not in operator.log(), operator.log()
+        await kube.delete("v1", "Namespace", None, ns)
+
+
+# -- RBAC escalation -------------------------------------------------------------------------------
 
 
 async def test_rbac_escalation_checks(plane: Path, kube: KubeClient, tmp_path: Path) -> None:
