@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from kubetrain.api.jsonsafe import too_deep
+
 
 class ErrorType(StrEnum):
     REQUIRED = "Required value"
@@ -24,6 +26,8 @@ class ErrorType(StrEnum):
 
 
 _OMIT = object()
+_SHOWN_DEPTH = 32
+"""Deeper bad values are named, not rendered (json.dumps recurses; user data may nest 10,000 deep)."""
 # Types whose message never shows the bad value (as in apimachinery's ErrorBody).
 _VALUELESS = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG}
 
@@ -38,6 +42,8 @@ def _go_value(value: Any) -> str:
         return str(value)
     if value is None:
         return "null"
+    if too_deep(value, _SHOWN_DEPTH) is not None:
+        return f"<{'object' if isinstance(value, dict) else 'array'} nested more than {_SHOWN_DEPTH} levels>"
     return json.dumps(value, sort_keys=True, default=str)
 
 

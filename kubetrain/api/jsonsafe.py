@@ -14,6 +14,7 @@ is linear in the size of the value and independent of its depth:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from json.decoder import scanstring  # type: ignore[attr-defined]  # C-accelerated, handles escapes
@@ -259,8 +260,15 @@ def _dump(value: Any) -> str:
             parts.append(_Raw("]"))
             stack.extend(reversed(parts))
         else:
-            out.append(orjson.dumps(node).decode())
+            out.append(_dump_scalar(node))
     return "".join(out)
+
+
+def _dump_scalar(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # an integer beyond 64 bits (Go reads it as a float; keep what was written)
+        return json.dumps(value)
 
 
 class _Raw:

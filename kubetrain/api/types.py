@@ -49,6 +49,15 @@ def wire(
     return field(default=default, metadata=meta)
 
 
+def meta_string(metadata: JsonDict, key: str) -> str:
+    """A metadata string field; "" for a container value (an API server only serves strings, and
+    str() of user data nested thousands deep would recurse)."""
+    value = metadata.get(key)
+    if value is None or isinstance(value, dict | list):
+        return ""
+    return str(value)
+
+
 def _extra() -> Any:
     return field(default_factory=dict, metadata={"extra": True}, repr=False, compare=True)
 
@@ -233,15 +242,15 @@ class TrainingJob:
 
     @property
     def name(self) -> str:
-        return str(self.metadata.get("name", ""))
+        return meta_string(self.metadata, "name")
 
     @property
     def namespace(self) -> str:
-        return str(self.metadata.get("namespace") or "default")
+        return meta_string(self.metadata, "namespace") or "default"
 
     @property
     def uid(self) -> str:
-        return str(self.metadata.get("uid", ""))
+        return meta_string(self.metadata, "uid")
 
     @property
     def replica_specs(self) -> dict[str, ReplicaSpec | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.types import I32, I64, JobCondition, JsonDict, wire
+from kubetrain.api.types import I32, I64, JobCondition, JsonDict, meta_string, wire
 
 _DATE_TIME = {"format": "date-time"}
 _REQUIRED = {"required": True}
@@ -28,15 +28,15 @@ class _Envelope:
 
     @property
     def name(self) -> str:
-        return str(self.metadata.get("name", ""))
+        return meta_string(self.metadata, "name")
 
     @property
     def namespace(self) -> str:
-        return str(self.metadata.get("namespace") or "default")
+        return meta_string(self.metadata, "namespace") or "default"
 
     @property
     def uid(self) -> str:
-        return str(self.metadata.get("uid", ""))
+        return meta_string(self.metadata, "uid")
 
 
 # ---- ChainerJob ---------------------------------------------------------------------------------

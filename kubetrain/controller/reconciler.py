@@ -86,7 +86,8 @@ def watched_children(config: ControllerConfig, kinds: Iterable[str] | None = Non
 
 def plan(job: dict[str, Any], observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
     """What to do for one job given what exists; see the module docstring for the steps."""
-    own = _OWN_PLANNERS.get(str(job.get("kind"))) if isinstance(job, dict) else None
+    kind = job.get("kind") if isinstance(job, dict) else None
+    own = _OWN_PLANNERS.get(kind) if isinstance(kind, str) else None
     if own is not None:
         return own(job, observed, now, config)
     parsed, info, errors = parse_job(job)

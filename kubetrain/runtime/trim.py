@@ -153,10 +153,12 @@ def trim_generic(obj: JsonDict) -> JsonDict:
     stripped of the two fields that are pure bookkeeping and often the largest.
     """
     out = {k: compact(v) for k, v in obj.items() if k != "metadata"}
-    out["metadata"] = trim_metadata(obj.get("metadata"))
+    meta = obj.get("metadata")
+    meta = meta if type(meta) is dict else {}  # an API server never serves another shape
+    out["metadata"] = trim_metadata(meta)
     extra = {
         k: compact(v)
-        for k, v in (obj.get("metadata") or {}).items()
+        for k, v in meta.items()
         if k not in _META_KEYS and k not in ("managedFields", "selfLink")
     }
     out["metadata"].update(extra)
