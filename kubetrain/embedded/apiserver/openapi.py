@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import lzma
 import time
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ EMBEDDED_KIND_DOC = (
     "kind is a string value representing the type of this object. In CamelCase. More info: "
     "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
 )
+CRD_TITLE = "Kubernetes CRD Swagger"
 CRD_PRODUCES = ("application/json", "application/yaml")
 CRD_PATCH_TYPES = (
     "application/json-patch+json",
@@ -443,7 +445,7 @@ def crd_document(types: list[ResourceType]) -> dict[str, Any]:
             schemas[name] = meta[name]
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+        "info": {"title": CRD_TITLE, "version": "v0.1.0"},
         "paths": dict(sorted(paths.items())),
         "components": {"schemas": dict(sorted(schemas.items()))},
     }
@@ -452,30 +454,58 @@ def crd_document(types: list[ResourceType]) -> dict[str, Any]:
 # --- OpenAPI v2 ----------------------------------------------------------------------------
 
 
-def to_v2_schema(node: Any) -> Any:
-    """A v3 component schema in v2 form: ``#/definitions/`` refs, single-ref ``allOf`` unwrapped."""
+def to_v2_schema(node: Any, crd: bool = False) -> Any:
+    """A v3 component schema in v2 form: ``#/definitions/`` refs, single-ref ``allOf`` unwrapped,
+    no ``default`` or ``nullable`` (swagger 2.0 has neither); a custom kind's also as
+    apiextensions' ToStructuralOpenAPIV2 makes it (``crd``)."""
     if isinstance(node, list):
-        return [to_v2_schema(n) for n in node]
+        return [to_v2_schema(n, crd) for n in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for k, v in node.items():
         if k == "$ref" and isinstance(v, str):
             out[k] = v.replace(V3_PREFIX, V2_PREFIX)
-        elif k in ("default", "enum", "example"):
+        elif k in ("default", "nullable"):
+            continue
+        elif k in ("enum", "example"):
             out[k] = v
         elif k == "properties" and isinstance(v, dict):
-            out[k] = {name: to_v2_schema(s) for name, s in v.items()}
+            out[k] = {name: to_v2_schema(s, crd) for name, s in v.items()}
         else:
-            out[k] = to_v2_schema(v)
+            out[k] = to_v2_schema(v, crd)
     all_of = out.get("allOf")
     if isinstance(all_of, list) and len(all_of) == 1 and set(all_of[0]) == {"$ref"}:
         out.pop("allOf")
-        if out.get("default") == {}:
-            out.pop("default")
         out = {"$ref": all_of[0]["$ref"], **out}
-    out.pop("nullable", None)
+    if crd:
+        _structural_v2(node, out)
     return out
+
+
+def _structural_v2(source: dict[str, Any], out: dict[str, Any]) -> None:
+    """ToStructuralOpenAPIV2: no allOf/anyOf/oneOf/not; nullable and preserved nodes untyped."""
+    for key in ("allOf", "anyOf", "oneOf", "not"):
+        out.pop(key, None)
+    if source.get("nullable"):
+        for key in ("type", "items", "properties"):
+            out.pop(key, None)
+    if source.get("x-kubernetes-preserve-unknown-fields"):
+        out.pop("items", None)
+        out.pop("properties", None)
+        if out.get("type") == "object":
+            out.pop("type")
+    if out.get("type") == "array" and "items" not in out:
+        out.pop("type")
+    props = source.get("properties")
+    if isinstance(props, dict) and isinstance(out.get("required"), list):
+        nullable = {name for name, sub in props.items() if isinstance(sub, dict) and sub.get("nullable")}
+        out["required"] = [r for r in out["required"] if r not in nullable]
+        if not out["required"]:
+            out.pop("required")
+    addl = source.get("additionalProperties")
+    if isinstance(addl, dict) and addl.get("nullable"):
+        out.pop("required", None)
 
 
 def _v2_param(p: dict[str, Any]) -> dict[str, Any]:
@@ -484,20 +514,37 @@ def _v2_param(p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _shared(params: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The v2 aggregator's dedup: a parameter equal to a shared one becomes a reference to it."""
+    by_value = {_canonical(v): k for k, v in builtin_data()["v2"]["parameters"].items()}
+    out = []
+    for p in params:
+        name = by_value.get(_canonical(p))
+        out.append({"$ref": f"#/parameters/{name}"} if name else p)
+    return out
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
 def _v2_operation(op: dict[str, Any]) -> dict[str, Any]:
+    """A CRD operation in v2 form (builder.go's routes: every one consumes JSON and YAML)."""
     out = {k: v for k, v in op.items() if k not in ("parameters", "requestBody", "responses")}
+    out["consumes"] = list(CRD_PRODUCES)
     params = [_v2_param(p) for p in op.get("parameters") or ()]
     body = op.get("requestBody")
     if body:
         content: dict[str, Any] = body.get("content") or {}
         first: dict[str, Any] = next(iter(content.values()), {})
         schema = first.get("schema")
-        params.insert(
-            0, {"in": "body", "name": "body", "required": bool(body.get("required")), "schema": schema}
-        )
+        param: dict[str, Any] = {"in": "body", "name": "body", "schema": schema}
+        if body.get("required"):
+            param["required"] = True
+        params.insert(0, param)
         out["consumes"] = list(content)
     if params:
-        out["parameters"] = to_v2_schema(params)
+        out["parameters"] = _shared(to_v2_schema(params))
     responses: dict[str, Any] = {}
     produces: list[str] = []
     for code, resp in (op.get("responses") or {}).items():
@@ -516,25 +563,43 @@ def _v2_operation(op: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def to_v2(documents: list[dict[str, Any]]) -> dict[str, Any]:
-    """The swagger 2.0 document (/openapi/v2): every group-version's paths and definitions."""
+def to_v2(documents: list[dict[str, Any]], builtin: dict[str, list[ResourceType]]) -> dict[str, Any]:
+    """The swagger 2.0 document (/openapi/v2): the real server's paths and shared parameters for
+    the ``builtin`` types served (by group-version key), the converted documents of custom ones,
+    every schema as a definition."""
+    data = builtin_data()
+    v2 = data["v2"]
     paths: dict[str, Any] = {}
     definitions: dict[str, Any] = {}
+    meta = data["crd"]["schemas"]
     for doc in documents:
+        crd = doc.get("info", {}).get("title") == CRD_TITLE
         for name, schema in (doc.get("components") or {}).get("schemas", {}).items():
-            definitions.setdefault(name, to_v2_schema(schema))
+            definitions.setdefault(
+                name, v2["definitions"].get(name) or to_v2_schema(schema, crd and name not in meta)
+            )
+        if not crd:
+            continue
         for path, item in doc.get("paths", {}).items():
             entry: dict[str, Any] = {}
             for method, op in item.items():
                 if method == "parameters":
-                    entry[method] = [_v2_param(p) for p in op]
+                    entry[method] = _shared([_v2_param(p) for p in op])
                 else:
                     entry[method] = _v2_operation(op)
             paths[path] = entry
-    data = builtin_data()
+    for key, types in builtin.items():
+        prefix = "/" + key
+        by_plural = {rt.plural: rt for rt in types}
+        for path, item in v2["paths"].items():
+            if (path == prefix + "/" or path.startswith(prefix + "/")) and _served_path(
+                path, prefix, by_plural
+            ):
+                paths[path] = item
     return {
         "definitions": dict(sorted(definitions.items())),
         "info": data["info"],
+        "parameters": v2["parameters"],
         "paths": dict(sorted(paths.items())),
         "security": [{"BearerToken": []}],
         "securityDefinitions": data["securitySchemes"],
@@ -626,7 +691,10 @@ class OpenAPIService:
         state = tuple(sorted((k, d.etag) for k, d in docs.items()))
         if self._v2 is not None and self._v2[0] == state:
             return self._v2[1]
-        built = Document.of(to_v2([docs[k].doc for k, _ in state]))
+        builtin = {
+            key: [rt for rt in types if rt.custom is None] for key, types in self._group_versions().items()
+        }
+        built = Document.of(to_v2([docs[k].doc for k, _ in state], builtin))
         self._v2 = (state, built)
         return built
 

@@ -33,10 +33,11 @@ from typing import Any
 
 import yaml
 
-from .openapi import _closure, _refs, _served_path, gv_key
+from .openapi import _closure, _refs, _served_path, gv_key, to_v2_schema
 from .resources import BUILTINS, ResourceType
 
 DATA_FILE = Path(__file__).with_name("data") / "openapi.json.xz"
+SWAGGER = "swagger"  # the loader's key for the /openapi/v2 document
 DESCRIPTOR_FILE = Path(__file__).with_name("data") / "openapiv2.desc"
 
 # Schemas the documents generated for CRDs refer to, and the group-version they are taken from.
@@ -66,7 +67,12 @@ def file_loader(module_dir: Path) -> Loader:
     spec_dir = module_dir / "api" / "openapi-spec" / "v3"
 
     def load(key: str) -> dict[str, Any]:
-        doc: dict[str, Any] = json.loads((spec_dir / f"{key.replace('/', '__')}_openapi.json").read_text())
+        path = (
+            spec_dir.parent / "swagger.json"
+            if key == SWAGGER
+            else spec_dir / f"{key.replace('/', '__')}_openapi.json"
+        )
+        doc: dict[str, Any] = json.loads(path.read_text())
         return doc
 
     return load
@@ -97,7 +103,9 @@ def server_loader(kubeconfig: Path) -> tuple[Loader, list[str]]:
         return doc
 
     index = fetch("/openapi/v3")["paths"]
-    return (lambda key: fetch(index[key]["serverRelativeURL"])), list(index)
+    return (lambda key: fetch("/openapi/v2" if key == SWAGGER else index[key]["serverRelativeURL"])), list(
+        index
+    )
 
 
 def generate(load: Loader, source: str, crd_key: str | None = None) -> dict[str, Any]:
@@ -147,6 +155,7 @@ def generate(load: Loader, source: str, crd_key: str | None = None) -> dict[str,
         "schemas": pool,
         "groupVersions": gvs,
         "others": others,
+        "v2": _v2_data(load(SWAGGER), by_gv, pool, gvs),
         "crd": {"schemas": crd_schemas, "parameters": crd_ops, "typeMeta": type_meta},
     }
 
@@ -161,6 +170,44 @@ def gnostic_descriptor(module_dir: Path) -> bytes:
     start = src.index("var file_openapiv2_OpenAPIv2_proto_rawDesc = []byte{")
     end = src.index("\n}\n", start)
     return bytes(int(x, 16) for x in re.findall(r"0x([0-9a-f]{2})", src[start:end]))
+
+
+def _v2_data(
+    swagger: dict[str, Any],
+    by_gv: dict[str, dict[str, ResourceType]],
+    pool: dict[str, Any],
+    gvs: dict[str, Any],
+) -> dict[str, Any]:
+    """The v2 paths of served resources with the shared parameters they use, and the definitions
+    that converting the v3 schemas does not reproduce (v2 lists every group in some extensions)."""
+    paths: dict[str, Any] = {}
+    for key, types in by_gv.items():
+        prefix = "/" + key
+        for path, item in swagger["paths"].items():
+            if (path == prefix + "/" or path.startswith(prefix + "/")) and _served_path(path, prefix, types):
+                paths[path] = item
+    params = {r.rsplit("/", 1)[-1] for r in _ref_strings(paths) if r.startswith("#/parameters/")}
+    names = {n for gv in gvs.values() for n in gv["schemas"]}
+    differ = {n: swagger["definitions"][n] for n in sorted(names) if n in swagger["definitions"]}
+    converted = {n: to_v2_schema(pool[n]) for n in differ}
+    return {
+        "paths": paths,
+        "parameters": {p: swagger["parameters"][p] for p in sorted(params)},
+        "definitions": {n: d for n, d in differ.items() if converted[n] != d},
+    }
+
+
+def _ref_strings(node: Any) -> list[str]:
+    out: list[str] = []
+    todo = [node]
+    while todo:
+        cur = todo.pop()
+        if isinstance(cur, dict):
+            out.extend(v for k, v in cur.items() if k == "$ref" and isinstance(v, str))
+            todo.extend(cur.values())
+        elif isinstance(cur, list):
+            todo.extend(cur)
+    return out
 
 
 def _is_crd(doc: dict[str, Any]) -> bool:
