@@ -499,9 +499,10 @@ class Manager:
         observed = self.observed_for(job, kc.info.kind)
         try:
             plan = self.planner.plan(job, observed, self._clock(), self.controller_config)
-        except Exception:
+        except Exception as exc:
             log.exception("%s: planner raised", key)
             self.metrics.reconcile_errors.labels(kind=kc.info.kind).inc()
+            self._report_planner_error(kc, job, exc)
             kc.queue.add_rate_limited(key)
             return
 
@@ -571,6 +572,18 @@ class Manager:
             kc.queue.add_rate_limited(key)
             return
         kc.queue.forget(key)
+
+    def _report_planner_error(self, kc: KindController, job: JsonDict, exc: Exception) -> None:
+        """A Warning on the job itself, so a job the operator cannot handle says why (the other
+        jobs of the kind go on); the recorder's correlator folds the retries into one event."""
+        try:
+            involved = {**involved_object(job), "apiVersion": served.event_api_version(kc.info, job)}
+            message = f"reconcile failed: {type(exc).__name__}: {exc}"[:1024]
+            self.recorder.record(
+                served.controller_name(kc.info, job), involved, "Warning", "ReconcileError", message
+            )
+        except Exception:
+            log.exception("cannot report the planner's error on the job")
 
     def _count_writes(self, outcome: ApplyResult) -> None:
         for (verb, result), n in outcome.writes.items():

@@ -129,7 +129,7 @@ class Reflector:
         )
         async with contextlib.aclosing(pages):
             async for page, page_rv in pages:
-                items.extend(self.store.trimmed(obj) for obj in page)
+                items.extend(kept for obj in page if (kept := self._trimmed(obj)) is not None)
                 rv = page_rv
         self.lists += 1
         for change in self.store.replace(items, trimmed=True):
@@ -163,7 +163,8 @@ class Reflector:
             raise ApiError.from_status(int(obj.get("code") or 500), obj)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if etype == "ADDED" or etype == "MODIFIED":
-            change = self.store.upsert(obj)
+            kept = self._trimmed(obj)
+            change = None if kept is None else self.store.upsert(kept, trimmed=True)
         elif etype == "DELETED":
             change = self.store.remove(obj)
         elif etype == "BOOKMARK":
@@ -175,6 +176,18 @@ class Reflector:
             self.resource_version = rv
         if change is not None:
             self._emit(change)
+
+    def _trimmed(self, obj: JsonDict) -> JsonDict | None:
+        """The object as the store keeps it, or None (logged) if it cannot be: one object the
+        trim cannot handle must not fail every list and watch of its kind (issue #17)."""
+        try:
+            return self.store.trimmed(obj)
+        except Exception:
+            self.errors += 1
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            name = f"{meta.get('namespace')}/{meta.get('name')}" if isinstance(meta, dict) else "?"
+            log.exception("%s: cannot cache %.200s, leaving it out", self._name, name)
+            return None
 
     def _emit(self, change: Change) -> None:
         if self.on_change is None:

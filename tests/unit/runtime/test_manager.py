@@ -304,3 +304,17 @@ async def test_stop_is_graceful_and_idempotent(env: Any) -> None:
     assert not mgr.ready
     assert all(t.done() for kc in mgr.controllers.values() for t in kc.workers)
     await mgr.stop()
+
+
+async def test_planner_exception_is_reported_on_the_job(env: Any) -> None:
+    """A job the operator cannot handle says so on itself (issue #17), once, not per retry."""
+    fake, planner, mgr = env
+    await mgr.start()
+    planner.raise_for.add("bad")
+    fake.put(job("bad", replicas=1))
+    await until(lambda: sum(1 for n, _ in planner.calls if n == "bad") >= 3)
+    await mgr.recorder.flush()
+    events = [e for e in fake.objects["v1/Event"].values() if e["involvedObject"]["name"] == "bad"]
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "ReconcileError")]
+    assert events[0]["message"] == "reconcile failed: RuntimeError: planner bug"
+    assert events[0]["involvedObject"]["kind"] == "PyTorchJob"

@@ -208,3 +208,28 @@ def informer_store() -> Any:
     from kubetrain.runtime.cache import Store
 
     return Store()
+
+
+async def test_an_object_the_trim_cannot_handle_is_left_out_not_fatal() -> None:
+    """One poison object must not fail every list and watch of its kind (issue #17)."""
+
+    def trim(obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["metadata"]["name"].startswith("poison"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return obj
+
+    fake = FakeKube()
+    fake.put(pod("a"))
+    fake.put(pod("poison-1"))
+    informer, changes = make(fake, trim=trim)
+    informer.start()
+    assert await informer.wait_for_sync(1)
+    assert sorted(informer.store.keys()) == ["ns/a"]
+    await until(lambda: fake.watchers)
+    fake.put(pod("poison-2"))
+    fake.put(pod("b"))
+    await until(lambda: informer.store.get("ns", "b") is not None)
+    assert informer.reflector.lists == 1  # no relist: the watch went on past the poison event
+    assert informer.store.get("ns", "poison-2") is None and informer.reflector.errors >= 2
+    assert [(c.type, c.new["metadata"]["name"]) for c in changes if c.new] == [("ADDED", "a"), ("ADDED", "b")]
+    await informer.stop()
