@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 
+from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.openapi_proto import parse
 
-from .helpers import CRDS, Http, WidgetKind, eventually, wait_served
+from .conftest import _ssl_context
+from .helpers import CRDS, Http, WidgetKind, eventually, install_widget_crd, wait_served
 
 HASH = re.compile(r"[0-9A-F]{128}")
 
@@ -205,3 +209,44 @@ async def test_v2_protobuf_as_kubectl_requests_it(http: Http) -> None:
     patch = paths["/api/v1/namespaces/{namespace}/pods/{name}"].patch
     assert patch.operation_id == "patchCoreV1NamespacedPod"
     assert "application/strategic-merge-patch+json" in patch.consumes
+
+
+def _subset(
+    real: dict[str, Any], ours: dict[str, Any], section: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The entries of ``section`` the embedded document has, from both documents."""
+    mine = ours.get(section) or {}
+    return {k: v for k, v in (real.get(section) or {}).items() if k in mine}, mine
+
+
+async def test_documents_equal_kube_apiservers(real_kubeconfig: Path, suffix: str) -> None:
+    """Differential: what the embedded server publishes is what kube-apiserver publishes, entry by
+    entry (it serves fewer kinds): v3 paths and schemas, v2 paths and definitions, CRDs included."""
+    url, ctx = await _ssl_context(real_kubeconfig)
+    srv = EmbeddedAPIServer()
+    await srv.start()
+    kind = WidgetKind(f"d{suffix}.example.com", "default")
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as real_session,
+        aiohttp.ClientSession() as ours_session,
+    ):
+        real, ours = Http(url, real_session), Http(srv.url, ours_session)
+        try:
+            for http in (real, ours):
+                await install_widget_crd(http, kind)
+            for key in ("api/v1", "apis/batch/v1", "apis/apps/v1", f"apis/{kind.group}/v1"):
+                docs = []
+                for http in (real, ours):
+                    await crd_document(http, kind)  # waits until the CRD is published
+                    _, doc, _ = await http.get((await discovery(http))[key])
+                    docs.append(doc)
+                real_paths, our_paths = _subset(docs[0], docs[1], "paths")
+                assert real_paths == our_paths, key
+                real_schemas, our_schemas = _subset(docs[0]["components"], docs[1]["components"], "schemas")
+                assert real_schemas == our_schemas, key
+            v2 = [(await http.get("/openapi/v2"))[1] for http in (real, ours)]
+            assert _subset(v2[0], v2[1], "paths")[0] == v2[1]["paths"]
+            assert _subset(v2[0], v2[1], "definitions")[0] == v2[1]["definitions"]
+        finally:
+            await real.delete(f"{CRDS}/{kind.crd_name}")
+            await srv.stop()
