@@ -115,6 +115,14 @@ async def test_poison_and_huge_jobs_do_not_blind_their_kinds() -> None:
         assert events[0]["involvedObject"]["kind"] == "PyTorchJob"
         assert not {n for n in await pod_names(cluster, POISON_NS) if n.startswith("deep-")}
 
+        # The poison objects can be deleted like any other, and the operator goes on.
+        await cluster.client.delete("kubeflow.org/v2beta1", "MPIJob", POISON_NS, "deep")
+        await cluster.client.delete("kubeflow.org/v1", "PyTorchJob", POISON_NS, "deep")
+        await cluster.client.create(mpi_job("after", GOOD_NS))
+        await wait_for(
+            lambda: _superset(pod_names(cluster, GOOD_NS), {"after-worker-0"}), message="later job"
+        )
+
 
 async def _reported(cluster: Cluster, name: str, path: str, reason: str | None = None) -> list[JsonDict]:
     return [
