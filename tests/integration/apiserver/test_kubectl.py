@@ -19,7 +19,9 @@ if KUBECTL is None and os.environ.get("CI") != "true":
     pytest.skip("kubectl is not installed", allow_module_level=True)
 
 
-async def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> tuple[int, str]:
+async def kubectl(
+    kubeconfig: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str]:
     assert KUBECTL is not None, "kubectl is required in CI"
     proc = await asyncio.create_subprocess_exec(
         KUBECTL,
@@ -28,7 +30,7 @@ async def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> tup
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "HOME": str(kubeconfig.parent)},
+        env={**os.environ, "HOME": str(kubeconfig.parent), **(env or {})},
     )
     out, _ = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 30)
     return proc.returncode or 0, out.decode()
@@ -180,3 +182,23 @@ async def test_kubectl_explain(kubeconfig: Path) -> None:
     assert code == 0 and "GROUP:      batch" in out and "FIELD: restartPolicy <string>" in out, out
     code, out = await kubectl(kubeconfig, "explain", "pods.spec.nosuchfield")
     assert code != 0 and 'field "nosuchfield" does not exist' in out, out
+
+
+async def test_kubectl_edit(kubeconfig: Path, tmp_path: Path) -> None:
+    """`kubectl edit` (its editor scripted): a valid change is patched, a typo is refused."""
+    code, out = await kubectl(kubeconfig, "apply", "-f", "-", stdin=POD)
+    assert code == 0, out
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nsed -i "$SED" "$1"\n')
+    editor.chmod(0o755)
+    edit = {"KUBE_EDITOR": str(editor)}
+    code, out = await kubectl(
+        kubeconfig, "edit", "pod", "kp", env={**edit, "SED": "s/app: demo/app: edited/"}
+    )
+    assert code == 0 and "pod/kp edited" in out, out
+    code, out = await kubectl(kubeconfig, "get", "pod", "kp", "-o", "jsonpath={.metadata.labels.app}")
+    assert out == "edited", out
+    code, out = await kubectl(
+        kubeconfig, "edit", "pod", "kp", env={**edit, "SED": "s/image: busybox/imagee: busybox/"}
+    )
+    assert code != 0 and 'pods "kp" is invalid' in out and "Edit cancelled" in out, out
