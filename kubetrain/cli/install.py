@@ -10,6 +10,12 @@ rest. Server-side apply is what makes re-running it an upgrade: fields that othe
 are left alone, in particular the certificate data the operator writes into the webhook Secret
 (which the manifest ships empty) and the caBundle it injects into the webhook configuration.
 
+Objects an earlier install applied that this one no longer renders are then deleted (pruned):
+switching `--overlay cluster-wide` to `single-namespace` must take the cluster-wide ClusterRole and
+its binding away, or the operator would keep its access to every namespace's pods and Secrets.
+Only objects labelled `app.kubernetes.io/part-of=kubetrain` whose managedFields name our field
+manager are candidates, in the install's namespace or cluster-scoped; CRDs and Namespaces never.
+
 `--uninstall` deletes the same objects in reverse order and, like `kubectl delete`, waits until
 they are gone (the namespace controller empties the namespace, the CRDs' finalizer deletes their
 jobs); `--keep-crds` keeps the CRDs, and with them every job (deleting a CRD deletes all of its
@@ -46,6 +52,19 @@ OPERATOR_DEPLOYMENT = "training-operator"
 DEFAULT_NAMESPACE = "kubeflow"
 FIRST = ("Namespace", "CustomResourceDefinition")
 CRD_WAIT = 60.0
+PART_OF = "app.kubernetes.io/part-of=kubetrain"
+PRUNABLE = (
+    ("v1", "ServiceAccount"),
+    ("v1", "Secret"),
+    ("v1", "Service"),
+    ("apps/v1", "Deployment"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+)
+"""The kinds the tree renders in some overlay, but for Namespaces and CRDs (which hold jobs)."""
 DELETE_WAIT = 120.0
 
 
@@ -182,6 +201,32 @@ async def apply_all(client: KubeClient, objects: list[JsonDict]) -> None:
                 err.print(f"namespace/{obj['metadata']['name']} exists: left as is", markup=False)
                 continue
         await apply_one(client, obj)
+
+
+async def prune(client: KubeClient, objects: list[JsonDict], namespace: str) -> None:
+    """Delete what an earlier install applied and this render no longer has (see the module doc)."""
+    wanted = {(o.get("kind"), o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects}
+    for api_version, kind in PRUNABLE:
+        namespaced = client.resource(api_version, kind).namespaced
+        try:
+            items, _ = await client.list(
+                api_version, kind, namespace if namespaced else None, label_selector=PART_OF
+            )
+        except ApiError as exc:
+            raise KubetrainError(f"listing {kind} for pruning failed: {exc}") from None
+        for item in items:
+            meta = item["metadata"]
+            if (kind, meta.get("namespace"), meta["name"]) in wanted or not installed_by_us(item):
+                continue
+            try:
+                await client.delete(
+                    api_version, kind, meta.get("namespace"), meta["name"], propagation_policy="Foreground"
+                )
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise KubetrainError(f"pruning {kind} {meta['name']} failed: {exc}") from None
+                continue
+            err.print(f"{kind.lower()}/{meta['name']} pruned: no longer rendered", markup=False)
 
 
 async def get_or_none(client: KubeClient, obj: JsonDict) -> JsonDict | None:
@@ -358,6 +403,7 @@ async def _apply(args: argparse.Namespace, objects: list[JsonDict]) -> int:
             )
         else:
             await apply_all(client, objects)
+            await prune(client, objects, args.namespace)
             out.print(
                 f"kubetrain operator installed in namespace {args.namespace} ({args.overlay}); "
                 f"kubectl -n {args.namespace} rollout status deployment/{OPERATOR_DEPLOYMENT}",

@@ -383,6 +383,33 @@ async def until_replica_set(kube: KubeClient, owner_uid: str, image: str, timeou
             await asyncio.sleep(0.2)
 
 
+async def test_switching_overlays_prunes_what_is_no_longer_rendered(plane: Path, kube: KubeClient) -> None:
+    """cluster-wide -> single-namespace must take the cluster-wide grants away; objects another
+    manager applied (components/launcher-rbac with kubectl) are not ours to prune."""
+    single = await rendered("--overlay", "single-namespace")
+    async with uninstalled_after(plane, kube):
+        await install(plane)
+        launcher = yaml.safe_load((REPO / "manifests/components/launcher-rbac/cluster-role.yaml").read_text())
+        launcher["metadata"]["labels"] = {"app.kubernetes.io/part-of": "kubetrain"}
+        await kube.create(launcher)
+
+        said = await install(plane, "--overlay", "single-namespace")
+
+        assert "clusterrole/training-operator pruned: no longer rendered" in said
+        assert await labelled(kube, RBAC, "ClusterRole") == {
+            *names(single, "ClusterRole"),
+            "training-operator-launcher-rbac",
+        }
+        assert await labelled(kube, RBAC, "ClusterRoleBinding") == names(single, "ClusterRoleBinding")
+        await assert_installed(kube, single)
+
+        said = await install(plane)
+
+        assert "role/training-operator-jobs pruned: no longer rendered" in said
+        assert await labelled(kube, RBAC, "Role") == names(await rendered(), "Role")
+        await kube.delete(RBAC, "ClusterRole", None, "training-operator-launcher-rbac")
+
+
 # -- RBAC ------------------------------------------------------------------------------------------
 
 
