@@ -22,7 +22,7 @@ from .decoding import decode_json
 from .errors import APIError
 from .faults import FaultInjector
 from .jsonutil import dumps
-from .listopts import list_version, parse_resource_version, too_large
+from .listopts import dry_run, list_version, parse_resource_version, too_large
 from .logs import LogOptions, LogProvider, LogUnavailable
 from .resources import BUILTINS, ResourceType
 from .rest import APPLY_PATCH, DeleteOptions, ObjectStorage
@@ -419,13 +419,13 @@ class APIHandler:
 
     async def _create(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
         body = _body(await request.read(), request.content_type)
-        dry = request.query.get("dryRun") == "All"
+        dry = dry_run(request.query.getall("dryRun", []), "CreateOptions")
         obj = self.rest.create(req.rt, self._ns(req), body, dry_run=dry)
         return _json(obj, 201)
 
     async def _update(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
         body = _body(await request.read(), request.content_type)
-        dry = request.query.get("dryRun") == "All"
+        dry = dry_run(request.query.getall("dryRun", []), "UpdateOptions")
         obj = self.rest.update(req.rt, self._ns(req), req.name or "", body, req.subresource, dry_run=dry)
         return _json(self.rest.convert(req.rt, obj))
 
@@ -441,7 +441,7 @@ class APIHandler:
             req.subresource,
             q.get("fieldManager"),
             _flag(q.get("force")),
-            q.get("dryRun") == "All",
+            dry_run(q.getall("dryRun", []), "PatchOptions"),
         )
         return _json(self.rest.convert(req.rt, obj), 201 if created else 200)
 
@@ -460,7 +460,7 @@ class APIHandler:
         orphan = body.get("orphanDependents")
         if q.get("orphanDependents") is not None:
             orphan = _flag(q.get("orphanDependents"))
-        dry = q.get("dryRun") == "All" or "All" in (body.get("dryRun") or ())
+        dry = dry_run([*q.getall("dryRun", []), *(body.get("dryRun") or ())], "DeleteOptions")
         return DeleteOptions(grace, policy, orphan, body.get("preconditions"), dry)
 
     async def _delete(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:

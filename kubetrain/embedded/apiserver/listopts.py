@@ -1,4 +1,5 @@
-"""ListOptions checks: resourceVersion and resourceVersionMatch, with kube-apiserver's errors."""
+"""Request options checks (ListOptions' resourceVersion and resourceVersionMatch, every write's
+dryRun), with kube-apiserver's errors."""
 
 from __future__ import annotations
 
@@ -76,3 +77,15 @@ def too_large(rv: int, current: int) -> APIError:
             "retryAfterSeconds": 1,
         },
     )
+
+
+def dry_run(values: list[str], options_kind: str) -> bool:
+    """``dryRun`` of Create/Update/Patch/DeleteOptions: only "All" exists."""
+    if any(v != "All" for v in values):
+        raise errors.invalid(
+            "meta.k8s.io",
+            options_kind,
+            "",
+            [FieldError("FieldValueNotSupported", "dryRun", values, 'supported values: "All"')],
+        )
+    return bool(values)

@@ -180,6 +180,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         ("svc",),
         ("status",),
         categories=("all",),
+        field_selectors=("spec.clusterIP", "spec.type"),
         return_deleted_object=True,
     ),
     _b("", "v1", "Binding", "bindings", True, verbs=("create",)),

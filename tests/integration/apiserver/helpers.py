@@ -140,6 +140,9 @@ async def eventually(
         await asyncio.sleep(interval)
 
 
+NO_SCHEDULER = "kubetrain-conformance-unscheduled"
+
+
 def pod(
     name: str,
     labels: dict[str, str] | None = None,
@@ -150,7 +153,12 @@ def pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "labels": labels or {}, **meta},
-        "spec": {"containers": containers or [{"name": "main", "image": "busybox:1.36"}]},
+        # No scheduler serves this name: on a real cluster (which may have a kubelet) the pod stays
+        # unscheduled and nothing but the test writes to it.
+        "spec": {
+            "containers": containers or [{"name": "main", "image": "busybox:1.36"}],
+            "schedulerName": NO_SCHEDULER,
+        },
     }
 
 
