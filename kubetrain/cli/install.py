@@ -274,7 +274,10 @@ async def wait_established(client: KubeClient, names: list[str], timeout: float 
                 await asyncio.sleep(0.2)
 
 
-async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: bool, wait: bool) -> None:
+async def delete_all(
+    client: KubeClient, objects: list[JsonDict], namespace: str, keep_crds: bool, wait: bool
+) -> None:
+    """Delete the rendered objects, then what an install of another overlay left (`prune`)."""
     crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
     if not keep_crds:
         await ready_crd_storage(client, crds)
@@ -295,9 +298,12 @@ async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: boo
                 continue
         rt = client.resource(obj["apiVersion"], obj["kind"])
         try:
-            namespace = meta.get("namespace") if rt.namespaced else None
             await client.delete(
-                obj["apiVersion"], obj["kind"], namespace, meta["name"], propagation_policy="Foreground"
+                obj["apiVersion"],
+                obj["kind"],
+                meta.get("namespace") if rt.namespaced else None,
+                meta["name"],
+                propagation_policy="Foreground",
             )
         except ApiError as exc:
             if not exc.not_found:
@@ -305,6 +311,7 @@ async def delete_all(client: KubeClient, objects: list[JsonDict], keep_crds: boo
             continue
         deleted.append(obj)
         err.print(f"{obj['kind'].lower()}/{meta['name']} deleted", markup=False)
+    await prune(client, [], namespace)
     if wait:
         await wait_gone(client, deleted)
 
@@ -396,7 +403,7 @@ async def _apply(args: argparse.Namespace, objects: list[JsonDict]) -> int:
         raise ConfigError(f"cannot load the kubeconfig {args.kubeconfig or '(default)'}: {exc}") from None
     try:
         if args.uninstall:
-            await delete_all(client, objects, args.keep_crds, args.wait)
+            await delete_all(client, objects, args.namespace, args.keep_crds, args.wait)
             out.print(
                 "kubetrain operator uninstalled" + (" (CRDs and jobs kept)" if args.keep_crds else ""),
                 markup=False,

@@ -407,6 +407,13 @@ async def test_switching_overlays_prunes_what_is_no_longer_rendered(plane: Path,
 
         assert "role/training-operator-jobs pruned: no longer rendered" in said
         assert await labelled(kube, RBAC, "Role") == names(await rendered(), "Role")
+
+        # Uninstalling with the other overlay's render still removes everything of ours.
+        said = await install(plane, "--overlay", "single-namespace", "--uninstall")
+
+        assert "clusterrole/training-operator pruned: no longer rendered" in said
+        await assert_gone(kube, await rendered())
+        assert await labelled(kube, RBAC, "ClusterRole") == {"training-operator-launcher-rbac"}
         await kube.delete(RBAC, "ClusterRole", None, "training-operator-launcher-rbac")
 
 
