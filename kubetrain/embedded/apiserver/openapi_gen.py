@@ -12,8 +12,8 @@ installed so that the CRD documents' shared schemas are the real ones too):
 Without ``--server`` the documents are read from ``MODULE_DIR/api/openapi-spec/v3`` (generated with
 every feature gate on, so they list CBOR content types and lack enum values a server publishes).
 MODULE_DIR is the ``k8s.io/kubernetes`` module, ``$(go env GOMODCACHE)/k8s.io/kubernetes@v1.36.3``;
-``data/openapiv2.desc``, gnostic's descriptor of the protobuf form of /openapi/v2, is taken from
-the gnostic-models module it requires (in the same module cache).
+``data/openapiv{2,3}.desc``, gnostic's descriptors of the protobuf forms of /openapi/v2 and v3, are
+taken from the gnostic-models module it requires (in the same module cache).
 """
 
 from __future__ import annotations
@@ -160,14 +160,14 @@ def generate(load: Loader, source: str, crd_key: str | None = None) -> dict[str,
     }
 
 
-def gnostic_descriptor(module_dir: Path) -> bytes:
-    """The serialized FileDescriptorProto of gnostic's openapi.v2 messages (its ``rawDesc``)."""
+def gnostic_descriptor(module_dir: Path, spec: str = "2") -> bytes:
+    """The serialized FileDescriptorProto of gnostic's openapi.v2 (or v3) messages (``rawDesc``)."""
     go_mod = (module_dir / "go.mod").read_text()
     version = re.search(r"github.com/google/gnostic-models (v\S+)", go_mod)
     assert version, "k8s.io/kubernetes' go.mod requires no gnostic-models"
     gnostic = module_dir.parent.parent / "github.com" / "google" / f"gnostic-models@{version.group(1)}"
-    src = (gnostic / "openapiv2" / "OpenAPIv2.pb.go").read_text()
-    start = src.index("var file_openapiv2_OpenAPIv2_proto_rawDesc = []byte{")
+    src = (gnostic / f"openapiv{spec}" / f"OpenAPIv{spec}.pb.go").read_text()
+    start = src.index(f"var file_openapiv{spec}_OpenAPIv{spec}_proto_rawDesc = []byte{{")
     end = src.index("\n}\n", start)
     return bytes(int(x, 16) for x in re.findall(r"0x([0-9a-f]{2})", src[start:end]))
 
@@ -232,8 +232,10 @@ def main(argv: list[str]) -> int:
     DATA_FILE.parent.mkdir(exist_ok=True)
     DATA_FILE.write_bytes(lzma.compress(raw, preset=9 | lzma.PRESET_EXTREME))
     print(f"{DATA_FILE}: {len(raw)} bytes of JSON, {DATA_FILE.stat().st_size} compressed")
-    DESCRIPTOR_FILE.write_bytes(gnostic_descriptor(args.module_dir))
-    print(f"{DESCRIPTOR_FILE}: {DESCRIPTOR_FILE.stat().st_size} bytes")
+    for version in ("2", "3"):
+        target = DESCRIPTOR_FILE.with_name(f"openapiv{version}.desc")
+        target.write_bytes(gnostic_descriptor(args.module_dir, version))
+        print(f"{target}: {target.stat().st_size} bytes")
     return 0
 
 

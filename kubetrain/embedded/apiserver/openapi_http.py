@@ -5,9 +5,9 @@ As ``k8s.io/kube-openapi/pkg/handler3``: the discovery document lists each group
 (``Cache-Control: public, immutable``, ``Expires``), with a stale hash it redirects (301) to the
 current one; every document has a quoted SHA-512 ``Etag`` and ``Last-Modified`` and answers
 conditional requests with 304 (Go's ``http.ServeContent``); every other response says
-``Cache-Control: no-cache, private`` as kube-apiserver's filters do. /openapi/v2 is served as JSON
-or as gnostic protobuf (what kubectl asks for); the v3 documents as JSON only (kubectl and
-client-go read them as JSON): a client accepting only their protobuf form gets 406.
+``Cache-Control: no-cache, private`` as kube-apiserver's filters do. Every document is served
+as JSON or as gnostic's protobuf (kubectl asks v2 in protobuf, v3 in JSON), byte for byte what
+kube-apiserver encodes from the same JSON; other media types get 406.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ _V2_PROTOBUF = (
     "com.github.proto-openapi.spec.v2@v1.0+protobuf",
     "com.github.proto-openapi.spec.v2.v1.0+protobuf",
 )
-
-
-def _accepts_json(header: str) -> bool:
-    return _negotiate(header, ()) == "json"
+_V3_PROTOBUF = (
+    "com.github.proto-openapi.spec.v3.v1.0+protobuf",
+    "com.github.proto-openapi.spec.v3@v1.0+protobuf",
+)
+V3_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
 
 
 def _negotiate(header: str, protobuf: tuple[str, ...]) -> str | None:
@@ -108,6 +109,7 @@ class OpenAPIHandlers:
     def __init__(self, service: OpenAPIService) -> None:
         self.service = service
         self._v2_proto: tuple[str, bytes] | None = None
+        self._v3_proto: dict[str, tuple[str, bytes]] = {}
 
     async def v2(self, request: web.Request) -> web.StreamResponse:
         headers = {**NO_CACHE, "Vary": "Accept"}
@@ -138,19 +140,37 @@ class OpenAPIHandlers:
         if doc is None:
             return web.Response(status=404, headers=NO_CACHE)
         headers = {**NO_CACHE, "Vary": "Accept"}
-        if not _accepts_json(request.headers.get("Accept", "")):
+        form = _negotiate(request.headers.get("Accept", ""), _V3_PROTOBUF)
+        if form is None:
             return web.Response(status=406, headers=headers)
+        content_type = V3_PROTOBUF_TYPE if form == "protobuf" else JSON
         wanted = request.query.get("hash")
         if wanted:
             if wanted != doc.etag:
                 headers.update(
-                    {"Content-Type": JSON, "Etag": f'"{doc.etag}"', "Location": relative_url(key, doc.etag)}
+                    {
+                        "Content-Type": content_type,
+                        "Etag": f'"{doc.etag}"',
+                        "Location": relative_url(key, doc.etag),
+                    }
                 )
                 return web.Response(status=301, headers=headers)
             expires = time.gmtime(time.time() + 365 * 24 * 3600)
             headers["Cache-Control"] = "public, immutable"
             headers["Expires"] = time.strftime("%a, %d %b %Y %H:%M:%S UTC", expires)
-        return _serve(request, doc, headers)
+        if form == "protobuf":
+            doc = await self._v3_protobuf(key, doc)
+        return _serve(request, doc, headers, content_type=content_type)
+
+    async def _v3_protobuf(self, key: str, doc: Document) -> Document:
+        """The document's protobuf form, built off the event loop once per hash."""
+        from .openapi_proto3 import to_protobuf  # protobuf is imported on first use
+
+        cached = self._v3_proto.get(key)
+        if cached is None or cached[0] != doc.etag:
+            data = await asyncio.get_running_loop().run_in_executor(None, to_protobuf, doc.doc)
+            cached = self._v3_proto[key] = (doc.etag, data)
+        return Document(doc.doc, cached[1], doc.etag, doc.last_modified)
 
     def register(self, app: web.Application) -> None:
         """Routes to add before the API handler's catch-all."""

@@ -70,12 +70,31 @@ def _json_name(field: FieldDescriptor) -> str:
     return head + "".join(p.capitalize() for p in rest)
 
 
-_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_ ./,-]*")
+_INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
 _RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
+_NUMBER = re.compile(
+    r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|[-+]?\.(inf|Inf)|\.(nan|NaN)"
+)
+
+
+def _plain(text: str) -> bool:
+    """Whether yaml.v3 writes ``text`` unquoted."""
+    return not (
+        not text
+        or text[0] in _INDICATORS
+        or text[0].isspace()
+        or text[-1].isspace()
+        or ": " in text
+        or " #" in text
+        or text.endswith(":")
+        or any(c in text for c in "\n\t\r")
+        or text.lower() in _RESERVED
+        or _NUMBER.fullmatch(text) is not None
+    )
 
 
 def _scalar(value: Any) -> str:
-    """A YAML scalar as yaml.v3 writes it: plain when unambiguous, else double-quoted."""
+    """A YAML scalar as yaml.v3 writes it: plain when unambiguous, else quoted."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -83,35 +102,50 @@ def _scalar(value: Any) -> str:
     if isinstance(value, int | float):
         return json.dumps(value)
     text = str(value)
-    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED and not text.endswith(" "):
+    if _plain(text):
         return text
+    if text and text.isprintable() and "'" not in text:
+        return f"'{text}'"  # yaml.v3 prefers single quotes where no escape is needed
     return json.dumps(text)
 
 
-def to_yaml(value: Any, indent: str = "") -> str:
-    """yaml.v3's Marshal of a JSON value, for vendor extensions (``Any.yaml``)."""
+def to_yaml(value: Any) -> str:
+    """yaml.v3's Marshal of a JSON value (mappings indented by 4 from their parent's level, a
+    sequence's items at its key's column), for vendor extensions (``Any.yaml``)."""
+    return _yaml(value, "", "", "")
+
+
+def _yaml(value: Any, first: str, indent: str, level: str) -> str:
+    """``value`` with its first line prefixed by ``first``, the others by ``indent``; ``level`` is
+    the indentation a nested mapping is counted from (a sequence item's mapping counts from the
+    sequence's)."""
     if isinstance(value, dict):
         if not value:
-            return "{}\n"
+            return f"{first}{{}}\n"
         out = []
-        for k, v in value.items():
-            if isinstance(v, dict | list) and v:
-                child = indent + ("    " if isinstance(v, dict) else "")
-                out.append(f"{indent}{_scalar(k)}:\n{to_yaml(v, child)}")
+        for i, (k, v) in enumerate(value.items()):
+            lead = first if i == 0 else indent
+            if isinstance(v, dict) and v:
+                child = level + "    "
+                out.append(f"{lead}{_scalar(k)}:\n{_yaml(v, child, child, child)}")
+            elif isinstance(v, list) and v:
+                out.append(f"{lead}{_scalar(k)}:\n{_yaml(v, indent, indent, indent)}")
             else:
-                out.append(f"{indent}{_scalar(k)}: {to_yaml(v).strip()}\n")
+                shown = _yaml(v, "", "", "").strip()  # a scalar, {} or []
+                out.append(f"{lead}{_scalar(k)}: {shown}\n")
         return "".join(out)
     if isinstance(value, list):
         if not value:
-            return "[]\n"
+            return f"{first}[]\n"
         out = []
-        for item in value:
-            if isinstance(item, dict) and item:
-                out.append(f"{indent}- {to_yaml(item, indent + '  ')[len(indent) + 2 :]}")
+        for i, item in enumerate(value):
+            lead = first if i == 0 else indent
+            if isinstance(item, dict | list) and item:
+                out.append(_yaml(item, lead + "- ", indent + "  ", indent))
             else:
-                out.append(f"{indent}- {to_yaml(item).strip()}\n")
+                out.append(f"{lead}- {_yaml(item, '', '', '').strip()}\n")
         return "".join(out)
-    return _scalar(value) + "\n"
+    return f"{first}{_scalar(value)}\n"
 
 
 def _any(msg: Any, value: Any) -> None:

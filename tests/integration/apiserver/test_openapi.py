@@ -12,6 +12,7 @@ import yaml
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.openapi_proto import parse
+from kubetrain.embedded.apiserver.openapi_proto3 import parse as parse_v3
 
 from .conftest import _ssl_context
 from .helpers import CRDS, Http, WidgetKind, eventually, install_widget_crd, wait_served
@@ -250,3 +251,24 @@ async def test_documents_equal_kube_apiservers(real_kubeconfig: Path, suffix: st
         finally:
             await real.delete(f"{CRDS}/{kind.crd_name}")
             await srv.stop()
+
+
+async def test_v3_protobuf(http: Http) -> None:
+    url = (await discovery(http))["apis/batch/v1"]
+    accept = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+    async with http.session.get(http.base + url, headers={"Accept": accept}) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
+        assert resp.headers["Etag"] == f'"{url.partition("?hash=")[2]}"'
+        data = await resp.read()
+    doc = parse_v3(data)
+    assert doc.openapi == "3.0.0"
+    schemas = {s.name: s.value for s in doc.components.schemas.additional_properties}
+    job = schemas["io.k8s.api.batch.v1.Job"].schema
+    ext = {e.name: yaml.safe_load(e.value.yaml) for e in job.specification_extension}
+    assert ext["x-kubernetes-group-version-kind"] == [{"group": "batch", "kind": "Job", "version": "v1"}]
+    paths = {p.name: p.value for p in doc.paths.path}
+    assert (
+        paths["/apis/batch/v1/namespaces/{namespace}/jobs/{name}"].patch.operation_id
+        == "patchBatchV1NamespacedJob"
+    )

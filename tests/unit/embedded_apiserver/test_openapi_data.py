@@ -71,6 +71,29 @@ def test_vendor_extensions_are_yaml_that_reads_back(value: object) -> None:
     assert yaml.safe_load(to_yaml(value)) == value
 
 
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ([{"group": "", "kind": "Pod", "version": "v1"}], '- group: ""\n  kind: Pod\n  version: v1\n'),
+        ("*", "'*'\n"),
+        (
+            [{"rule": "self == oldSelf", "message": "x is immutable"}],
+            "- rule: self == oldSelf\n  message: x is immutable\n",
+        ),
+        (
+            [{"discriminator": "type", "fields-to-discriminateBy": {"localhostProfile": "LocalhostProfile"}}],
+            "- discriminator: type\n  fields-to-discriminateBy:\n    localhostProfile: LocalhostProfile\n",
+        ),
+        ({"a": {"b": 1}}, "a:\n    b: 1\n"),
+        ("get", "get\n"),
+        (True, "true\n"),
+    ],
+)
+def test_vendor_extensions_as_yaml_v3_writes_them(value: object, text: str) -> None:
+    """The forms kube-apiserver's protobuf documents have (checked byte for byte against 1.36.3)."""
+    assert to_yaml(value) == text
+
+
 def test_protobuf_round_trip_of_a_small_document() -> None:
     doc = {
         "swagger": "2.0",
