@@ -77,13 +77,13 @@ def validate_name(kind: str, name: str, namespace: str | None) -> list[FieldErro
 
 
 _QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _QUALIFIED_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
     "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
-_LABEL_VALUE_MSG = (
+LABEL_VALUE_MSG = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
     "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
     "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
@@ -132,8 +132,8 @@ def labels_errors(meta: dict[str, Any]) -> list[FieldError]:
             errs.append(
                 FieldError("FieldValueInvalid", "metadata.labels", value, "must be no more than 63 bytes")
             )
-        if not _LABEL_VALUE.match(value):
-            errs.append(FieldError("FieldValueInvalid", "metadata.labels", value, _LABEL_VALUE_MSG))
+        if not LABEL_VALUE.match(value):
+            errs.append(FieldError("FieldValueInvalid", "metadata.labels", value, LABEL_VALUE_MSG))
     annotations = meta.get("annotations") or {}
     for key in annotations:
         errs += [

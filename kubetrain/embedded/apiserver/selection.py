@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_SET = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
+from . import labelparse
 
 
 class SelectorError(ValueError):
@@ -22,7 +16,7 @@ class SelectorError(ValueError):
 @dataclass(frozen=True)
 class Requirement:
     key: str
-    op: str  # "=", "!=", "in", "notin", "exists", "!"
+    op: str  # "=", "!=", "in", "notin", "exists", "!", "gt", "lt"
     values: tuple[str, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -33,46 +27,14 @@ class Requirement:
             return not present
         if self.op in ("=", "in"):
             return present and labels[self.key] in self.values
+        if self.op in ("gt", "lt"):
+            try:
+                have, want = int(labels[self.key]), int(self.values[0])
+            except (KeyError, ValueError, IndexError):
+                return False
+            return have > want if self.op == "gt" else have < want
         # "!=" and "notin" match objects without the label, as in labels.Selector.
         return not present or labels[self.key] not in self.values
-
-
-def _split_top(text: str) -> list[str]:
-    parts: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts
-
-
-def _check_key(key: str) -> str:
-    if not _KEY.match(key) or len(key.rsplit("/", 1)[-1]) > 63:
-        raise SelectorError(
-            f'unable to parse requirement: invalid label key "{key}": name part must consist '
-            "of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-            "alphanumeric character"
-        )
-    return key
-
-
-def _check_value(value: str) -> str:
-    if not _VALUE.match(value) or len(value) > 63:
-        raise SelectorError(
-            f'unable to parse requirement: invalid label value: "{value}": at key: '
-            "a valid label must be an empty string or consist of alphanumeric characters, "
-            "'-', '_' or '.', and must start and end with an alphanumeric character"
-        )
-    return value
 
 
 class LabelSelector:
@@ -83,32 +45,13 @@ class LabelSelector:
 
     @classmethod
     def parse(cls, text: str | None) -> LabelSelector:
-        reqs: list[Requirement] = []
         if not text or not text.strip():
-            return cls(reqs)
-        for raw in _split_top(text):
-            term = raw.strip()
-            if not term:
-                raise SelectorError(f"found '', expected: identifier in selector \"{text}\"")
-            m = _SET.match(term)
-            if m:
-                values = tuple(_check_value(v.strip()) for v in m.group(3).split(",") if v.strip() != "")
-                # kube-apiserver accepts an empty set: `in ()` matches nothing, `notin ()` everything.
-                reqs.append(Requirement(_check_key(m.group(1)), m.group(2), values))
-            elif term.startswith("!") and "=" not in term:
-                reqs.append(Requirement(_check_key(term[1:].strip()), "!"))
-            elif "!=" in term:
-                k, v = term.split("!=", 1)
-                reqs.append(Requirement(_check_key(k.strip()), "!=", (_check_value(v.strip()),)))
-            elif "==" in term:
-                k, v = term.split("==", 1)
-                reqs.append(Requirement(_check_key(k.strip()), "=", (_check_value(v.strip()),)))
-            elif "=" in term:
-                k, v = term.split("=", 1)
-                reqs.append(Requirement(_check_key(k.strip()), "=", (_check_value(v.strip()),)))
-            else:
-                reqs.append(Requirement(_check_key(term), "exists"))
-        return cls(reqs)
+            return cls([])
+        try:
+            parsed = labelparse.parse(text)
+        except labelparse.ParseError as exc:
+            raise SelectorError(str(exc)) from None
+        return cls([Requirement(key, op, values) for key, op, values in parsed])
 
     @property
     def empty(self) -> bool:

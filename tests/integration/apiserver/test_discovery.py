@@ -111,3 +111,15 @@ async def test_unknown_paths_are_404(http: Http, widgets: WidgetKind) -> None:
         status, body, headers = await http.get(path)
         assert (status, body) == (404, "404 page not found\n"), path
         assert headers["Content-Type"].startswith("text/plain")
+
+
+async def test_namespaces_cannot_be_deleted_as_a_collection(http: Http) -> None:
+    _, body, _ = await http.get("/api/v1")
+    namespaces = next(r for r in body["resources"] if r["name"] == "namespaces")
+    assert "deletecollection" not in namespaces["verbs"]
+    assert set(namespaces["verbs"]) == {"create", "delete", "get", "list", "patch", "update", "watch"}
+    status, body, _ = await http.delete("/api/v1/namespaces")
+    assert status == 405 and body["reason"] == "MethodNotAllowed"
+    webhooks = await http.get("/apis/admissionregistration.k8s.io/v1")
+    by_name = {r["name"]: r for r in webhooks[1]["resources"]}
+    assert by_name["validatingwebhookconfigurations"]["categories"] == ["api-extensions"]

@@ -53,11 +53,53 @@ async def test_label_selectors(
     assert await _names(http, ns.configmaps, labelSelector=selector) == expected
 
 
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ("a in (x", "unable to parse requirement: found '', expected: ',' or ')'"),
+        ("!!x", "unable to parse requirement: found '!', expected: identifier"),
+        ("a===b", "unable to parse requirement: found '=', expected: identifier"),
+        ("a!", "unable to parse requirement: found '!', expected: in, notin, =, ==, !=, gt, lt"),
+        ("a in x", "unable to parse requirement: found 'x' expected: '('"),
+        ("a=b=c", "found '=', expected: ',' or 'end of string'"),
+        ("a,", "found '', expected: identifier after ','"),
+        ("(", "found '(', expected: !, identifier, or 'end of string'"),
+        (
+            "a=-b",
+            'unable to parse requirement: values[0][a]: Invalid value: "-b": a valid label must be an empty '
+            "string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation "
+            "is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        ),
+        (
+            "-a=b",
+            'unable to parse requirement: <nil>: Invalid value: "-a": name part must consist of alphanumeric '
+            "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+            "'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        ),
+    ],
+)
+async def test_label_selector_errors(http: Http, ns: NS, selector: str, message: str) -> None:
+    status, body, _ = await http.get(ns.configmaps, params={"labelSelector": selector})
+    assert status == 400 and body["reason"] == "BadRequest"
+    assert body["message"] == message
+
+
+async def test_empty_values_select_empty_labels(http: Http, ns: NS) -> None:
+    """`a in ()` and `a==` both mean the value "" (labels.Parse)."""
+    await http.post(ns.configmaps, configmap("empty", labels={"a": ""}))
+    await http.post(ns.configmaps, configmap("full", labels={"a": "x"}))
+    assert await _names(http, ns.configmaps, labelSelector="a in ()") == ["empty"]
+    assert await _names(http, ns.configmaps, labelSelector="a==") == ["empty"]
+    assert await _names(http, ns.configmaps, labelSelector="a in (x,)") == ["empty", "full"]
+
+
 async def test_bad_label_selector_is_400(http: Http, ns: NS) -> None:
     status, body, _ = await http.get(ns.configmaps, params={"labelSelector": "a in (x"})
     assert status == 400 and body["reason"] == "BadRequest"
     status, body, _ = await http.get(ns.configmaps, params={"labelSelector": "a in ()"})
-    assert status == 200 and body["items"] == []  # an empty set is accepted and matches nothing
+    assert status == 200 and body["items"] == []  # `()` is the set of the empty value
 
 
 async def test_pod_field_selectors(http: Http, core: client.CoreV1Api, ns: NS) -> None:
