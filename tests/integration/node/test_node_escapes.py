@@ -217,7 +217,10 @@ def test_sigkill_of_kubetrain_run_leaves_no_pod_process(tmp_path: Path, escape: 
         while len(_processes_with(marker)) < want and time.monotonic() < deadline:
             time.sleep(0.1)
         found = _processes_with(marker)
-        assert len(found) >= want, f"the pods never started: {found}"
+        if len(found) < want:
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            pytest.fail(f"the pods never started ({found}): {err.decode(errors='replace')[-3000:]}")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         assert wait_dead(found) == [], "pod processes outlived the SIGKILLed kubetrain run"
