@@ -123,7 +123,7 @@ SWEEP_BATCH_SECONDS = 0.02
 SWEEPER = _Sweeper()
 
 
-_GUARDIAN = r"""
+_GUARDIAN = r"""# kubetrain node guardian: kills the node's container processes when the node process dies
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGHUP, signal.SIG_IGN)
