@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -43,7 +44,8 @@ import aiohttp
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
-for _path in (ROOT, ROOT / "benchmarks"):
+# Children get PYTHONPATH (this tree, or --baseline's), which then decides where kubetrain comes from.
+for _path in (ROOT, ROOT / "benchmarks") if not os.environ.get("PYTHONPATH") else (ROOT / "benchmarks",):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
@@ -157,14 +159,14 @@ def run_profiled(main: Callable[[], Coroutine[Any, Any, None]], profile: str | N
 class Child:
     """A child process of this script that prints one JSON line when it is ready."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, pythonpath: str | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, __file__, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": pythonpath or str(ROOT)},
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -313,12 +315,29 @@ async def delete_namespace(plane: Plane, name: str) -> None:
     """
     async with plane.admin.session() as s:
         url = f"{plane.base}/api/v1/namespaces/{name}"
+        # Jobs first: an operator seeing its pods go while the job stays recreates them, and on a
+        # Terminating namespace each try fails (403) and is retried: thousands of requests.
+        jobs = f"{plane.base}/apis/kubeflow.org/v1/namespaces/{name}/pytorchjobs"
+        await request(s, "DELETE", jobs, {"propagationPolicy": "Background"}, ok=(404,))
+        await wait_for_empty(s, jobs)
         for plural in ("pods", "services"):
             body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
-            # A collection of 10,000 may outlast the request timeout (504); the server goes on.
-            await request(s, "DELETE", f"{url}/{plural}", body, ok=(404, 405, 504))
+            # A collection of 10,000 may outlast the request timeout (504, or the connection is
+            # closed); the server goes on, and the namespace deletion below finishes the job.
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                await request(s, "DELETE", f"{url}/{plural}", body, ok=(404, 405, 504))
         await request(s, "DELETE", url, ok=(404,))
         await wait_for(s, url, present=False, seconds=600)
+
+
+async def wait_for_empty(s: aiohttp.ClientSession, url: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        async with s.get(url, params={"limit": "1"}) as r:
+            if r.status == 404 or not (await r.json()).get("items"):
+                return
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"{url} still lists objects after {seconds:.0f} s")
 
 
 async def wait_for(s: aiohttp.ClientSession, url: str, present: bool, seconds: float = 60) -> None:
@@ -548,6 +567,10 @@ def spread(values: list[float], scale: float = 1.0, unit: str = "") -> str:
     return f"{med:.0f}{unit} ({min(values) * scale:.0f}-{max(values) * scale:.0f})"
 
 
+def baselines(args: argparse.Namespace) -> list[str]:
+    return [d for d in (args.baseline or "").split(",") if d]
+
+
 def progress(line: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {line} ({load()})", file=sys.stderr, flush=True)
 
@@ -569,24 +592,31 @@ async def make_plane(args: argparse.Namespace) -> tuple[Plane, Child | None]:
 
 
 async def memory_phase(plane: Plane, args: argparse.Namespace, qps: tuple[str, ...]) -> JsonDict:
-    """RSS of an empty operator and of one with --rss-pods cached pods, --rss-runs starts each."""
-    empty, loaded, syncs = [], [], []
-    for _ in range(args.rss_runs):
-        child = Child("--role", "operator", *plane.operator_args(), *qps)
+    """RSS of an empty operator and of one with --rss-pods cached pods, --rss-runs starts each;
+    with --baseline, the baseline tree's operator too, its starts alternating with ours."""
+    trees: dict[str, str | None] = {"": None, **{d: d for d in baselines(args)}}
+    out: JsonDict = {f"{k}{tree}": [] for tree in trees for k in ("empty", "loaded", "sync")}
+
+    async def start(tree: str, phase: str) -> None:
+        child = Child("--role", "operator", *plane.operator_args(), *qps, pythonpath=trees[tree])
         await asyncio.sleep(1.0)
-        empty.append(child.rss_mb())
+        out[f"{phase}{tree}"].append(child.rss_mb())
+        if phase == "loaded":
+            out[f"sync{tree}"].append(child.info["sync_s"])
         child.stop()
+        progress(f"operator of {tree or 'this tree'}, {phase}: {out[f'{phase}{tree}'][-1]:.1f} MB")
+
+    for _ in range(args.rss_runs):
+        for tree in trees:
+            await start(tree, "empty")
     async with Namespace(plane, "rss") as ns:
         started = time.monotonic()
         await bulk_pods(plane, ns, args.rss_pods)
-        bulk_s = time.monotonic() - started
+        out["bulk_s"] = time.monotonic() - started
         for _ in range(args.rss_runs):
-            child = Child("--role", "operator", *plane.operator_args(), *qps)
-            await asyncio.sleep(1.0)
-            loaded.append(child.rss_mb())
-            syncs.append(child.info["sync_s"])
-            child.stop()
-    return {"empty": empty, "loaded": loaded, "sync": syncs, "bulk_s": bulk_s}
+            for tree in trees:
+                await start(tree, "loaded")
+    return out
 
 
 async def rate_phase(plane: Plane, args: argparse.Namespace, operator: Child, raw: Child, n: int) -> JsonDict:
@@ -733,24 +763,24 @@ def report(
             print(f"  N = {n}:")
             for line in lines:
                 print(f"    {line}")
-    empty, loaded = med(memory["empty"]), med(memory["loaded"])
-    extra = loaded - empty
     pods = args.rss_pods
-    starts = len(memory["loaded"])
-    lo_e, hi_e, lo_l, hi_l = (
-        min(memory["empty"]),
-        max(memory["empty"]),
-        min(memory["loaded"]),
-        max(memory["loaded"]),
-    )
-    print(f"\noperator memory (RSS of the operator process after cache sync; median of {starts} starts)")
-    print(f"  empty operator:              {empty:7.1f} MB  ({lo_e:.1f}-{hi_e:.1f})")
     print(
-        f"  with {pods:,} cached pods:   {loaded:7.1f} MB  ({lo_l:.1f}-{hi_l:.1f});"
-        f" +{extra:.1f} MB = {extra * 1024 / pods:.2f} KiB per cached pod (target <= 2 KB)"
+        f"\noperator memory (RSS of the operator process after cache sync; median of {args.rss_runs} starts)"
     )
-    sync, bulk = med(memory["sync"]), memory["bulk_s"]
-    print(f"  cache sync of {pods:,} pods:   {sync:.2f} s (driver's bulk create {bulk:.2f} s)")
+    for tree in ("", *baselines(args)):
+        e, lo = memory[f"empty{tree}"], memory[f"loaded{tree}"]
+        extra = med(lo) - med(e)
+        if tree:
+            print(f"  the operator of --baseline {tree}:")
+        print(f"  empty operator:              {med(e):7.1f} MB  ({min(e):.1f}-{max(e):.1f})")
+        print(
+            f"  with {pods:,} cached pods:   {med(lo):7.1f} MB  ({min(lo):.1f}-{max(lo):.1f});"
+            f" +{extra:.1f} MB = {extra * 1024 / pods:.2f} KiB per cached pod (target <= 2 KB)"
+        )
+        sync = med(memory[f"sync{tree}"])
+        print(
+            f"  cache sync of {pods:,} pods:   {sync:.2f} s (driver's bulk create {memory['bulk_s']:.2f} s)"
+        )
     print("\nAPI server")
     if rows:
         print(f"  creates/s (raw, largest N):  {med(rows[-1][1]['raw']):7.0f} /s")
@@ -789,6 +819,11 @@ def main() -> None:
     parser.add_argument("--rss-pods", type=int, default=10_000)
     parser.add_argument("--rss-runs", type=int, default=3, help="operator starts per memory figure")
     parser.add_argument("--fanout-pods", type=int, default=1_000)
+    parser.add_argument(
+        "--baseline",
+        help="directories (comma-separated) each holding another kubetrain/ (e.g. `git archive HEAD~3 "
+        "kubetrain | tar -x -C DIR`): their operators' RSS is measured too, for before/after",
+    )
     parser.add_argument("--profile", help="cProfile the operator process into this file")
     parser.add_argument("--profile-server", help="cProfile the embedded API server process into this file")
     parser.add_argument(
