@@ -48,7 +48,7 @@ class Reflector:
         label_selector: str | None = None,
         field_selector: str | None = None,
         on_change: ChangeHandler | None = None,
-        page_size: int = 500,
+        page_size: int = 100,  # a decoded page of 500 pods left ~20 MB of RSS behind (fragmentation)
         watch_timeout: int = 300,
         backoff: Backoff | None = None,
     ) -> None:
