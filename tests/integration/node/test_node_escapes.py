@@ -184,21 +184,20 @@ def test_sigkill_of_kubetrain_run_leaves_no_pod_process(tmp_path: Path, escape: 
     spec = {
         "containers": [
             {
-                "name": "pytorch",
+                "name": "tensorflow",
                 "image": "python:3.11",
                 "command": [PY, "-c", code, "1000"],
                 "env": [{"name": "KUBETRAIN_TEST_MARKER", "value": marker}],
             }
         ]
     }
-    job = {
+    job = {  # two workers that start at once (a PyTorch worker would wait for its master first)
         "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
+        "kind": "TFJob",
         "metadata": {"name": "orphans"},
         "spec": {
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": spec}},
-                "Worker": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": spec}},
+            "tfReplicaSpecs": {
+                "Worker": {"replicas": 2, "restartPolicy": "Never", "template": {"spec": spec}},
             }
         },
     }
