@@ -18,7 +18,6 @@ import functools
 import json
 import secrets
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,7 +32,7 @@ from kubetrain.webhook.provisioner import CertConfig, CertProvisioner
 from tests.e2e.cluster import tier
 from tests.e2e.cluster.own_plane import control_plane, token_kubeconfig
 from tests.integration.operator_process.jobs import job, pods_of, wait_condition, wait_for
-from tests.integration.operator_process.procs import REPO, OperatorProc, child_env
+from tests.integration.operator_process.procs import REPO, OperatorProc, run_cli
 
 assert tier.KUBECONFIG  # importing tier skips this module without a cluster tier
 
@@ -61,16 +60,7 @@ async def kube(plane: Path) -> AsyncIterator[KubeClient]:
 
 
 async def kubetrain(*args: str) -> subprocess.CompletedProcess[str]:
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "kubetrain.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env=child_env(),
-        cwd=REPO,
-    )
+    return await run_cli(*args, timeout=300)
 
 
 async def install(kubeconfig: Path, *args: str) -> str:

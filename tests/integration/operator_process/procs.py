@@ -48,6 +48,20 @@ def child_env() -> dict[str, str]:
     return env
 
 
+async def run_cli(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """`kubetrain ARGS` from the source tree, to completion, with its output captured."""
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "kubetrain.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=child_env(),
+        cwd=REPO,
+    )
+
+
 class Proc:
     """`python -m kubetrain.cli.main ARGS` with its output in `log_path`."""
 

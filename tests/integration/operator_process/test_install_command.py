@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
-from tests.integration.operator_process.procs import REPO, child_env
+from tests.integration.operator_process.procs import run_cli
 
 SECRET = "training-operator-webhook-cert"
 
 
 async def kubetrain(*args: str) -> subprocess.CompletedProcess[str]:
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "kubetrain.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=child_env(),
-        cwd=REPO,
-    )
+    return await run_cli(*args, timeout=120)
 
 
 async def test_print_retargets_namespace_and_image() -> None:
