@@ -212,6 +212,11 @@ class PodWorker:
                     return False
             elif self.restart_policy == "Never" or (self.restart_policy == "OnFailure" and ok):
                 return ok
+            if term.reason == "StartError":
+                # The kubelet's reason cache: a failed start that will be retried shows as waiting
+                # RunContainerError (the runtime's message) until the next sync backs it off.
+                st.set_waiting("RunContainerError", term.message)
+                await self.flush()
             delay = backoff.next(time.time() - started)
             st.set_waiting(
                 "CrashLoopBackOff",

@@ -91,17 +91,34 @@ async def test_symlink_loop_is_a_start_error(api: KubeAPI, agent: NodeAgent, tmp
 
 
 async def test_start_errors_follow_the_restart_policy(api: KubeAPI, agent: NodeAgent) -> None:
+    """As a kubelet reports a failed start that will be retried: waiting RunContainerError with
+    the runtime's message, then CrashLoopBackOff, lastState terminated StartError (exit 128)."""
     spec = container("main", "print('never')", env=[{"name": "HUGE", "value": "x" * 200_000}])
-    await create(api, pod("e2big-retry", spec, restartPolicy="OnFailure"))
+    created = await create(api, pod("e2big-retry", spec, restartPolicy="OnFailure"))
+    seen: list[tuple[str, str]] = []
 
-    async def restarted() -> JsonDict | None:
-        p = await get_pod(api, "e2big-retry")
-        statuses = ((p or {}).get("status") or {}).get("containerStatuses") or [{}]
-        return p if statuses[0].get("restartCount", 0) >= 1 else None
+    async def watch() -> JsonDict:
+        params = {
+            "fieldSelector": "metadata.name=e2big-retry",
+            "resourceVersion": created["metadata"]["resourceVersion"],
+        }
+        async for event in api.watch(core_path("pods", "default"), params):
+            statuses = (event["object"].get("status") or {}).get("containerStatuses") or [{}]
+            waiting = (statuses[0].get("state") or {}).get("waiting") or {}
+            if waiting and (not seen or seen[-1][0] != waiting["reason"]):
+                seen.append((waiting["reason"], waiting.get("message", "")))
+            if statuses[0].get("restartCount", 0) >= 1:
+                return statuses[0]
+        raise AssertionError("watch ended")
 
-    p = await wait_for(restarted, what="a restart after the start error")
-    last = p["status"]["containerStatuses"][0]["lastState"]["terminated"]
-    assert last["reason"] == "StartError"
+    status = await asyncio.wait_for(watch(), timeout=15)
+    assert status["lastState"]["terminated"]["reason"] == "StartError"
+    assert status["lastState"]["terminated"]["exitCode"] == 128
+    reasons = [reason for reason, _ in seen]
+    assert (
+        "RunContainerError" in reasons and "CrashLoopBackOff" in reasons[reasons.index("RunContainerError") :]
+    )
+    assert "argument list too long" in dict(seen)["RunContainerError"]
 
 
 ESCAPER = r"""
