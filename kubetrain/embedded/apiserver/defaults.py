@@ -90,9 +90,17 @@ class ClusterIPAllocator:
     def __init__(self, cidr: str = "10.96.0.0/12") -> None:
         net = ipaddress.ip_network(cidr)
         self._hosts = itertools.islice(net.hosts(), 1, None)
+        self._taken: set[str] = set()
+
+    def take(self, ip: str) -> None:
+        """Never hand out ``ip`` (a restored Service holds it)."""
+        self._taken.add(ip)
 
     def next(self) -> str:
-        return str(next(self._hosts))
+        ip = str(next(self._hosts))
+        while ip in self._taken:
+            ip = str(next(self._hosts))
+        return ip
 
 
 def default_service(svc: dict[str, Any], ips: ClusterIPAllocator) -> None:

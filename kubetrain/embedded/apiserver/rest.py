@@ -113,6 +113,13 @@ class ObjectStorage:
         self._ips = ClusterIPAllocator()
         self.admission = AdmissionChain()
 
+    def restored(self) -> None:
+        """Continue after `Store.restore`: the cluster IPs restored Services hold stay theirs."""
+        for svc in self.store.iter("services"):
+            ip = (svc.get("spec") or {}).get("clusterIP")
+            if isinstance(ip, str) and ip and ip != "None":
+                self._ips.take(ip)
+
     # --- helpers -------------------------------------------------------------------------
 
     def convert(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from .kubeconfig import write_kubeconfig
 from .logs import LogProvider
 from .openapi import OpenAPIService, builtin_data
 from .openapi_http import OpenAPIHandlers
+from .persistence import Journal
 from .resources import NAMESPACE_KEY, ResourceCatalog
 from .rest import Converter, ObjectStorage, PodDeletion
 from .store import Store
@@ -57,6 +58,9 @@ class EmbeddedAPIServer:
 
     ``admission`` plugins validate every CREATE and UPDATE before it is stored, the way validating
     webhooks do on a cluster (see ``admission``); ``server.rest.admission.add()`` adds one later.
+
+    ``state_file`` keeps every object in that SQLite file (see ``persistence``): a server made
+    with the same file later starts with them, resourceVersions continuing above the old ones.
     """
 
     def __init__(
@@ -69,6 +73,7 @@ class EmbeddedAPIServer:
         log_provider: LogProvider | None = None,
         converters: dict[str, Converter] | None = None,
         admission: list[AdmissionPlugin] | None = None,
+        state_file: Path | None = None,
     ) -> None:
         self.store = Store(history_size)
         self.catalog = ResourceCatalog()
@@ -84,10 +89,18 @@ class EmbeddedAPIServer:
         self._host = "127.0.0.1"
         self._port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._journal: Journal | None = None
+        if state_file is not None:
+            self._journal = Journal(state_file)
+            snapshot = self._journal.load()
+            self.store.restore(snapshot.objects, snapshot.resource_version)
+            self.rest.restored()
+            self.store.persist_to(self._journal)
         ns_type = self.catalog.storage_type(NAMESPACE_KEY)
         assert ns_type is not None
         for name in INITIAL_NAMESPACES:
-            self.rest.create(ns_type, "", {"metadata": {"name": name}})
+            if self.store.get(NAMESPACE_KEY, "", name) is None:
+                self.rest.create(ns_type, "", {"metadata": {"name": name}})
         self.store.open_window()
         for plugin in admission or ():
             self.rest.admission.add(plugin)
@@ -136,6 +149,9 @@ class EmbeddedAPIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._journal is not None:
+            await asyncio.to_thread(self._journal.close)  # commits what is still pending
+            self._journal = None
 
     async def __aenter__(self) -> EmbeddedAPIServer:
         await self.start()

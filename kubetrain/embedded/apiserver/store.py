@@ -2,7 +2,8 @@
 
 The store plays etcd plus the watch cache. Stored dicts are never mutated after they are written
 (every write stores a new dict), so events and readers can share them; everything handed to a
-caller outside the package is copied first.
+caller outside the package is copied first. With a `Journal` attached (`persist_to`) every write
+is also kept in a SQLite file, written behind the event loop (see `persistence`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .jsonutil import clone, dumps
+from .persistence import Journal
 
 ObjKey = tuple[str, str, str]  # (storage key, namespace, name)
 
@@ -74,6 +76,8 @@ class Store:
         self._listeners: list[Callable[[Event], None]] = []
         self._uids: dict[str, ObjKey] = {}
         self._dependents: dict[str, set[ObjKey]] = {}
+        self._journal: Journal | None = None
+        self._rv_covered = 0  # with a journal: resourceVersions up to here are reserved
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -165,6 +169,37 @@ class Store:
         self._compacted = self._rv
         return self._rv
 
+    # --- persistence ---------------------------------------------------------------------
+
+    def restore(self, objects: list[tuple[str, dict[str, Any]]], rv: int) -> None:
+        """Load what a journal kept (before serving anything), continuing after ``rv``.
+
+        The watch history starts here: a watch or exact list from an older resourceVersion is
+        Expired, as after a compaction. Listeners learn every object as ADDED (not in the
+        history) so that CRDs are served again and the GC sees what it must finish.
+        """
+        self._rv = self._compacted = self._window_default = rv
+        for key, obj in objects:
+            meta = obj["metadata"]
+            self._data.setdefault(key, {}).setdefault(meta.get("namespace", ""), {})[meta["name"]] = obj
+            self._index(key, obj, add=True)
+        for key, obj in objects:
+            ev = Event("ADDED", key, obj, None, int(obj["metadata"].get("resourceVersion") or rv))
+            for fn in self._listeners:
+                fn(ev)
+
+    def persist_to(self, journal: Journal) -> None:
+        """Keep every write from now on in ``journal`` (whose writer starts here)."""
+        journal.start(self._rv)
+        self._journal = journal
+        self._rv_covered = journal.cover(self._rv + 1)
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        if self._rv > self._rv_covered and self._journal is not None:
+            self._rv_covered = self._journal.cover(self._rv)
+        return self._rv
+
     # --- writes --------------------------------------------------------------------------
 
     def add_listener(self, fn: Callable[[Event], None]) -> None:
@@ -202,9 +237,9 @@ class Store:
 
     def put(self, key: str, obj: dict[str, Any]) -> Event:
         """Create or replace ``obj`` (whose metadata is final except resourceVersion)."""
-        self._rv += 1
+        rv = self._next_rv()
         meta = obj["metadata"]
-        meta["resourceVersion"] = str(self._rv)
+        meta["resourceVersion"] = str(rv)
         ns = meta.get("namespace", "")
         bucket = self._data.setdefault(key, {}).setdefault(ns, {})
         old = bucket.get(meta["name"])
@@ -212,7 +247,9 @@ class Store:
             self._index(key, old, add=False)
         bucket[meta["name"]] = obj
         self._index(key, obj, add=True)
-        return self._commit(Event("ADDED" if old is None else "MODIFIED", key, obj, old, self._rv))
+        if self._journal is not None:
+            self._journal.record((key, ns, meta["name"]), obj)
+        return self._commit(Event("ADDED" if old is None else "MODIFIED", key, obj, old, rv))
 
     def remove(
         self, key: str, namespace: str, name: str, final: dict[str, Any] | None = None
@@ -223,10 +260,12 @@ class Store:
         if old is None:
             return None
         self._index(key, old, add=False)
-        self._rv += 1
+        rv = self._next_rv()
         last = dict(final if final is not None else old)
-        last["metadata"] = {**last["metadata"], "resourceVersion": str(self._rv)}
-        return self._commit(Event("DELETED", key, last, old, self._rv))
+        last["metadata"] = {**last["metadata"], "resourceVersion": str(rv)}
+        if self._journal is not None:
+            self._journal.record((key, namespace, name), None)
+        return self._commit(Event("DELETED", key, last, old, rv))
 
     def rewrite_silently(self, key: str, obj: dict[str, Any]) -> None:
         """Replace an object's stored form without a new resourceVersion or event.
@@ -238,6 +277,8 @@ class Store:
         bucket = self._data.get(key, {}).get(meta.get("namespace", ""), {})
         if meta["name"] in bucket:
             bucket[meta["name"]] = obj
+            if self._journal is not None:
+                self._journal.record((key, meta.get("namespace", ""), meta["name"]), obj)
 
     def drop_key(self, key: str) -> None:
         """Forget every object of a resource whose type is no longer served."""
