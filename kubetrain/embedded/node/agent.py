@@ -18,8 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ from .logs import ContainerLogs, NodeLogProvider
 from .network import DEFAULT_POD_CIDR, HOST_IP, PodCIDRLease, PodNetwork, ServiceEntry
 from .nodestatus import NodeStatusReporter
 from .podworker import PodWorker
+from .sandbox import NodeRoot
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +49,13 @@ class NodeAgent:
         self.name = self.config.node_name
         self.workers: dict[str, PodWorker] = {}
         self.log_provider = NodeLogProvider(self._logs_of)
-        self._own_root = self.config.root_dir is None
-        self.root = Path(self.config.root_dir or tempfile.mkdtemp(prefix="kubetrain-node-"))
+        # Its own temporary root, unless configured; the roots of killed nodes are removed first.
+        self._own_root: NodeRoot | None = None
+        if self.config.root_dir is None:
+            self._own_root = NodeRoot()
+            self.root = self._own_root.path
+        else:
+            self.root = Path(self.config.root_dir)
         self._cidr_lease: PodCIDRLease | None = None
         pod_cidr = self.config.pod_cidr
         if pod_cidr is None:
@@ -128,8 +132,8 @@ class NodeAgent:
             await self._post_status(
                 {"conditions": self.reporter.conditions(False, "kubetrain node agent stopped")}
             )
-        if self._own_root:
-            shutil.rmtree(self.root, ignore_errors=True)
+        if self._own_root is not None:
+            self._own_root.release()
         if self._cidr_lease is not None:
             self._cidr_lease.release()
 

@@ -32,6 +32,7 @@ from .logs import ContainerLogs, LogFile
 from .network import PodEndpoint
 from .paths import PathMap
 from .process import ContainerProcess
+from .recovery import POD_LOST_MESSAGE, carry_over, completed, ran_before, start_time
 from .status import ContainerStatus, PodState, Terminated, pod_status, rfc3339
 from .volumes import VolumeBuilder, container_mounts
 
@@ -87,6 +88,11 @@ class PodWorker:
             ContainerStatus(c.get("name", ""), c.get("image", ""), first_wait)
             for c in spec.get("containers") or []
         ]
+        self.recovered = ran_before(pod)
+        """A previous node process ran this pod: its statuses carry over (see `recovery`)."""
+        self.lost = self.recovered and carry_over(pod, self.inits, self.containers)
+        if self.recovered:
+            self.state.start_time = start_time(pod, self.state.start_time)
         self.logs: dict[str, ContainerLogs] = {}
         self.procs: dict[str, ContainerProcess] = {}
         self.init_failed = False
@@ -129,6 +135,8 @@ class PodWorker:
         deadline = (self.pod.get("spec") or {}).get("activeDeadlineSeconds")
         if deadline is not None:
             self._tasks.append(asyncio.create_task(self._deadline(float(deadline))))
+        if self.recovered and not self.lost:
+            self.event("Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
         self._mark()
 
     def update(self, pod: JsonDict) -> None:
@@ -146,6 +154,10 @@ class PodWorker:
             self._stopping = asyncio.create_task(self._delete())
 
     async def _run(self) -> None:
+        if self.lost:  # restartPolicy Never, and its containers died with the previous node process
+            self.state.forced_phase, self.state.message = "Failed", POD_LOST_MESSAGE
+            self._mark()
+            return
         try:
             self.state.pod_ip = self.ctx.network.assign()
             self.ctx.network.set_pod(self._endpoint())
@@ -158,15 +170,15 @@ class PodWorker:
                     self.init_failed = True
                     return
             self.state.initialized = True
-            for st in self.containers:
+            todo = [
+                (c, st)
+                for c, st in zip(spec.get("containers") or [], self.containers, strict=False)
+                if not completed(st, self.restart_policy)
+            ]
+            for _, st in todo:
                 st.set_waiting("ContainerCreating")
             self._mark()
-            await asyncio.gather(
-                *(
-                    self._supervise(c, st, init=False)
-                    for c, st in zip(spec.get("containers") or [], self.containers, strict=False)
-                )
-            )
+            await asyncio.gather(*(self._supervise(c, st, init=False) for c, st in todo))
         finally:
             self.ctx.network.remove_pod(self.namespace, self.name)
             self._mark()
