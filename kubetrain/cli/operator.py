@@ -1,11 +1,15 @@
 """`kubetrain operator`: the operator process for a real cluster, with upstream's flags.
 
 Upstream's flags (spec §9.1) keep their names and meanings, so an upstream Deployment's `args`
-work unchanged (`--leader-elect=false` style booleans included). Three defaults differ on purpose
+work unchanged (`--leader-elect=false` style booleans included). Some defaults differ on purpose
 and say so in `--help`: `--controller-threads` (4, not 1), `--kube-api-qps/--kube-api-burst`
-(500/1000, not 20/30); see `RuntimeConfig` for why. Ours add the connection (`--kubeconfig`,
-`--context`; in-cluster config otherwise), `--install-crds`, the webhook certificate source,
-the lease timings (short leases make failover tests fast) and the log format.
+(500/1000, not 20/30; see `RuntimeConfig` for why), and every listener binds loopback
+(`--metrics-bind-address 127.0.0.1:8080`, `--health-probe-bind-address 127.0.0.1:8081`,
+`--webhook-host 127.0.0.1`; upstream binds every interface) so that an operator started on a
+workstation serves nothing to the network; the Deployment passes the in-cluster addresses.
+Ours add the connection (`--kubeconfig`, `--context`; in-cluster config otherwise),
+`--install-crds`, the webhook certificate source and listen host, the lease timings (short
+leases make failover tests fast) and the log format.
 
 Flag errors exit 2 with one line naming the flag; start-up problems on the cluster (missing CRDs,
 unreachable API server) exit 1 with what to do; SIGTERM/SIGINT shut down gracefully and exit 0.
@@ -28,7 +32,7 @@ from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import ConfigError, KubetrainError
 from kubetrain.runtime.config import RuntimeConfig, UnsupportedScheme, resolve_kinds
 from kubetrain.runtime.errors import ApiError
-from kubetrain.runtime.health import BindAddress
+from kubetrain.runtime.health import DEFAULT_METRICS_ADDRESS, DEFAULT_PROBE_ADDRESS, LOOPBACK, BindAddress
 from kubetrain.runtime.kinds import SERVED_KINDS
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME
 from kubetrain.runtime.operator import (
@@ -195,18 +199,27 @@ def register(sub: SubParsers) -> None:
     srv.add_argument(
         "--metrics-bind-address",
         type=bind_address,
-        default=":8080",
+        default=DEFAULT_METRICS_ADDRESS,
         metavar="ADDR",
-        help="Prometheus /metrics (default :8080; 0 disables)",
+        help=f"Prometheus /metrics (default {DEFAULT_METRICS_ADDRESS}, loopback only; :8080 is every "
+        "interface, as upstream's default; 0 disables)",
     )
     srv.add_argument(
         "--health-probe-bind-address",
         type=bind_address,
-        default=":8081",
+        default=DEFAULT_PROBE_ADDRESS,
         metavar="ADDR",
-        help="/healthz and /readyz (default :8081; 0 disables)",
+        help=f"/healthz and /readyz (default {DEFAULT_PROBE_ADDRESS}, loopback only; :8081 is every "
+        "interface; 0 disables)",
     )
     srv.add_argument("--webhook-server-port", type=port_number, default=DEFAULT_PORT, metavar="PORT")
+    srv.add_argument(
+        "--webhook-host",
+        default=LOOPBACK,
+        metavar="HOST",
+        help=f"the webhook's listen address (default {LOOPBACK}; an empty value is every "
+        "interface, as controller-runtime's webhook Host; in a cluster the Service needs that)",
+    )
     srv.add_argument(
         "--webhook-service-name",
         default=DEFAULT_SERVICE_NAME,
@@ -364,6 +377,7 @@ def webhook_options(args: argparse.Namespace) -> WebhookOptions | None:
         return None
     return WebhookOptions(
         port=args.webhook_server_port,
+        host=args.webhook_host or None,
         cert_dir=args.webhook_cert_dir,
         namespace=pod_namespace() or DEFAULT_NAMESPACE,
         service_name=args.webhook_service_name,

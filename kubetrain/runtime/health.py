@@ -3,6 +3,8 @@
 Upstream serves metrics on `--metrics-bind-address` (:8080) and probes on
 `--health-probe-bind-address` (:8081), two listeners; we keep both so existing Deployments,
 ServiceMonitors and NetworkPolicies work unchanged ("0" disables one, as in controller-runtime).
+Our defaults bind loopback only (127.0.0.1:8080/:8081): an operator started on a workstation
+must not serve the network; the Deployment passes ``:8080``/``:8081`` (every interface).
 When both addresses are equal, one listener serves all three paths.
 
 The probe output is controller-runtime's `healthz` handler byte for byte: `ok` on success; on
@@ -28,8 +30,9 @@ log = logging.getLogger(__name__)
 
 Check = Callable[[], bool | Awaitable[bool]]
 
-DEFAULT_METRICS_ADDRESS = ":8080"
-DEFAULT_PROBE_ADDRESS = ":8081"
+LOOPBACK = "127.0.0.1"
+DEFAULT_METRICS_ADDRESS = f"{LOOPBACK}:8080"
+DEFAULT_PROBE_ADDRESS = f"{LOOPBACK}:8081"
 CHECK_TIMEOUT = 5.0
 """A check that hangs must fail the probe, not hang the kubelet's request."""
 

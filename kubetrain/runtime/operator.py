@@ -45,7 +45,7 @@ from kubetrain.controller.config import SCHEDULER_PLUGINS_PODGROUP, VOLCANO_PODG
 from kubetrain.runtime.config import RuntimeConfig, resolve_kinds
 from kubetrain.runtime.crds import install_crds
 from kubetrain.runtime.errors import ApiError
-from kubetrain.runtime.health import HealthServer
+from kubetrain.runtime.health import DEFAULT_METRICS_ADDRESS, DEFAULT_PROBE_ADDRESS, HealthServer
 from kubetrain.runtime.kinds import SERVED_KINDS, crd_manifests
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME, LeaderElectionConfig, LeaderElector
 from kubetrain.runtime.manager import Manager
@@ -116,8 +116,8 @@ may not import the webhook package (they are siblings), so the CLI composes it t
 @dataclass(frozen=True)
 class OperatorOptions:
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
-    metrics_address: str = ":8080"
-    probe_address: str = ":8081"
+    metrics_address: str = DEFAULT_METRICS_ADDRESS
+    probe_address: str = DEFAULT_PROBE_ADDRESS
     leader: LeaderElectionOptions = field(default_factory=LeaderElectionOptions)
     drain_timeout: float = 10.0
 

@@ -12,6 +12,7 @@ import pytest
 from kubetrain.cli import operator as cli_operator
 from kubetrain.cli.main import build_parser, main
 from kubetrain.client.errors import ConfigError
+from kubetrain.runtime.health import BindAddress
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME
 
 
@@ -31,8 +32,10 @@ def test_defaults_are_upstreams_where_they_matter() -> None:
     options = cli_operator.operator_options(args)
     webhook = cli_operator.webhook_options(args)
 
-    assert options.metrics_address == ":8080"
-    assert options.probe_address == ":8081"
+    # Upstream's ports, on loopback only (upstream: every interface); the Deployment says ":8080".
+    assert options.metrics_address == "127.0.0.1:8080"
+    assert options.probe_address == "127.0.0.1:8081"
+    assert webhook is not None and webhook.host == "127.0.0.1"
     assert options.leader.enabled is False
     assert options.leader.name == DEFAULT_LEASE_NAME == "1ca428e5.training-operator.kubeflow.org"
     assert options.runtime.namespace is None
@@ -174,6 +177,17 @@ def test_webhook_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         False,
     )
     assert cli_operator.webhook_options(parse("--no-webhook")) is None
+
+
+def test_listeners_serve_every_interface_only_when_told() -> None:
+    args = parse("--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--webhook-host=")
+    options = cli_operator.operator_options(args)
+    webhook = cli_operator.webhook_options(args)
+
+    assert BindAddress.parse(options.metrics_address) == BindAddress(None, 9090)
+    assert BindAddress.parse(options.probe_address) == BindAddress(None, 9091)
+    assert webhook is not None and webhook.host is None
+    assert cli_operator.webhook_options(parse("--webhook-host=10.0.0.5")).host == "10.0.0.5"  # type: ignore[union-attr]
 
 
 def test_init_container_template_file(tmp_path: Path) -> None:
