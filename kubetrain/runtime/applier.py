@@ -45,11 +45,14 @@ class Applier:
         observable: Observable,
         watched: Watched,
         max_in_flight: int = 200,
+        selective: Watched | None = None,
     ) -> None:
         self.client = client
         self.expectations = expectations
         self.observable = observable
         self.watched = watched
+        self.selective: Watched = selective or (lambda api_version, kind: False)
+        """Whether (apiVersion, kind) is cached through a label selector (see `_namesake`)."""
         self._slots = asyncio.Semaphore(max_in_flight)
 
     async def apply(self, job_key: str, namespace: str, actions: list[Action]) -> ApplyResult:
@@ -88,12 +91,42 @@ class Applier:
             self.expectations.creation_observed(job_key, name)
             if err.already_exists:
                 result.count("create", "exists")
+                await self._namesake(job_key, obj, obj["metadata"].get("namespace") or namespace, result)
                 return
             result.count("create", "error")
             log.info("%s: create %s failed: %s", job_key, name, err)
             result.errors.append(err)
             return
         result.count("create", "ok")
+
+    async def _namesake(self, job_key: str, obj: dict, namespace: str, result: ApplyResult) -> None:
+        """A create of a kind the cache selects by label (Secrets) answered AlreadyExists: the
+        namesake may lack the label and so be invisible to the planner, which would then create
+        it forever. Ours (an older operator's, same controller uid): label it so the cache sees
+        it. Anyone else's: an error, so the job backs off until it is gone (mpi-operator's
+        ErrResourceExists). Kinds cached unfiltered are seen by the planner and never get here."""
+        api_version, kind, name = obj["apiVersion"], obj["kind"], obj["metadata"]["name"]
+        if not self.selective(api_version, kind):
+            return
+        try:
+            existing = await self.client.get(api_version, kind, namespace, name)
+        except ApiError as err:
+            log.info("%s: reading namesake %s/%s: %s", job_key, kind, name, err)
+            return
+        if self.observable(existing):
+            return  # the cache holds it (or its watch event is on the way)
+        ours = _controller_uid(obj)
+        if ours and ours == _controller_uid(existing):
+            patch = {"metadata": {"labels": dict(obj["metadata"].get("labels") or {})}}
+            try:
+                await self.client.merge_patch(api_version, kind, namespace, name, patch)
+            except ApiError as err:
+                result.errors.append(err)
+            return
+        owner = next((r.get("kind") for r in obj["metadata"].get("ownerReferences") or ()), "the job")
+        message = f'Resource "{name}" already exists and is not managed by {owner}'
+        log.warning("%s: %s", job_key, message)
+        result.errors.append(ApiError(409, "AlreadyExists", message))
 
     async def _delete(self, job_key: str, action: DeleteObject, result: ApplyResult) -> None:
         ref = action.ref
@@ -132,3 +165,8 @@ class Applier:
         result.count("patch", "ok")
         if isinstance(patched, dict):
             result.patched.append(patched)
+
+
+def _controller_uid(obj: dict) -> str:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return next((str(r.get("uid") or "") for r in refs if isinstance(r, dict) and r.get("controller")), "")

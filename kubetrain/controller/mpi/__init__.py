@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.conversion_mpi import API_VERSION_ANNOTATION, annotated_version
+from kubetrain.api.kinds import LABEL_OPERATOR_NAME
 from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import aggregate
@@ -64,7 +65,7 @@ def _ours(job: TrainingJob, version: str) -> bool:
 
 CHILD_TYPES: tuple[ChildType, ...] = (
     ChildType("v1", "ConfigMap", "configmaps", None),
-    ChildType("v1", "Secret", "secrets", None),
+    ChildType("v1", "Secret", "secrets", LABEL_OPERATOR_NAME),
     ChildType("v1", "Service", "services", None),
     ChildType("v1", "ServiceAccount", "serviceaccounts", None),
     ChildType("rbac.authorization.k8s.io/v1", "Role", "roles", None),
@@ -72,4 +73,6 @@ CHILD_TYPES: tuple[ChildType, ...] = (
     ChildType("batch/v1", "Job", "jobs", None),
 )
 """What the two MPIJob planners own besides pods (v2beta1's Service has no operator-name label,
-so it is watched by owner like the rest); PodGroups come with gang scheduling."""
+so it is watched by owner like the rest); PodGroups come with gang scheduling. Secrets are
+selected by the operator-name label the SSH Secret carries: the cache holds only Secrets of
+ours (ConfigMaps stay unfiltered: a namesake ConfigMap must be seen to be refused, as upstream)."""

@@ -147,7 +147,11 @@ def ssh_secret(sync: Sync, job: V2Job, keys: KeyPair) -> JsonDict:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": sync.new_meta(job.name + SSH_SUFFIX, {LABEL_APP: job.name}),
+        # mpi-operator's `app` label, plus the operator-name label the operator's Secret cache
+        # selects on: it watches only its own Secrets, not every Secret of the cluster.
+        "metadata": sync.new_meta(
+            job.name + SSH_SUFFIX, {LABEL_APP: job.name, LABEL_OPERATOR_NAME: MPI_OPERATOR_NAME}
+        ),
         "type": SSH_AUTH_TYPE,
         "data": {
             SSH_PRIVATE_KEY: base64.b64encode(private).decode("ascii"),

@@ -52,14 +52,15 @@ async def test_kinds_without_a_served_crd_are_skipped() -> None:
 async def test_child_kinds_the_operator_may_not_list_are_not_watched(monkeypatch: Any) -> None:
     """Without components/launcher-rbac the operator may not list ServiceAccounts, Roles and
     RoleBindings: it starts without watching them, and v2beta1 MPIJobs (SSH) are unaffected."""
-    real_list = KubeClient.list
+    real_pages = KubeClient.list_pages
 
     async def forbidden_rbac(self: KubeClient, api_version: str, plural: str, *args: Any, **kw: Any) -> Any:
         if plural in ("serviceaccounts", "roles", "rolebindings"):
             raise ApiError(403, "Forbidden", f"{plural} is forbidden")
-        return await real_list(self, api_version, plural, *args, **kw)
+        async for page in real_pages(self, api_version, plural, *args, **kw):
+            yield page
 
-    monkeypatch.setattr(KubeClient, "list", forbidden_rbac)
+    monkeypatch.setattr(KubeClient, "list_pages", forbidden_rbac)
     async with MPICluster.start() as c:
         assert not RBAC_KEYS & set(c.manager.child_informers)
         await c.create(v2_job("ssh"))

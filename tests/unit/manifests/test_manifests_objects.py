@@ -16,6 +16,8 @@ from kustomize_lite import render
 
 from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import webhook_name
+from kubetrain.cli import operator as cli_operator
+from kubetrain.cli.main import build_parser
 from kubetrain.controller import chainer, mpi
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed
@@ -147,6 +149,18 @@ def test_probes_hit_the_health_servers_paths_and_port(rendered: tuple[str, list[
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": probe_port}
 
 
+def test_the_pod_listens_on_every_interface(rendered: tuple[str, list[Obj]]) -> None:
+    """The operator binds loopback by default; in the pod the kubelet's probes and the Services
+    reach it on the pod IP, so the Deployment's args must ask for every interface."""
+    _, objects = rendered
+    args = build_parser().parse_args(["operator", *container_of(objects)["args"]])
+    options = cli_operator.operator_options(args)
+    webhook = cli_operator.webhook_options(args)
+    assert BindAddress.parse(options.metrics_address).host is None
+    assert BindAddress.parse(options.probe_address).host is None
+    assert webhook is not None and webhook.host is None
+
+
 def test_pod_is_locked_down_with_writable_scratch_for_certificates(rendered: tuple[str, list[Obj]]) -> None:
     _, objects = rendered
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
@@ -274,6 +288,17 @@ def test_secrets_are_never_updated_or_deleted_except_the_certificate(
     one(objects, "Secret", DEFAULT_SECRET_NAME)  # shipped, so no `create` is needed
 
 
+def test_configmaps_only_through_the_cache(rendered: tuple[str, list[Obj]]) -> None:
+    """The operator reads ConfigMaps only through its informer (list/watch); no `get`, no update
+    or delete (owner references clean them up)."""
+    overlay, objects = rendered
+    scope = "kubeflow" if overlay == "single-namespace" else "any"
+    for verb in ("list", "watch", "create", "patch"):
+        assert grants(objects, "", "configmaps", verb, name="pi-config", namespace=scope), verb
+    for verb in ("get", "update", "delete"):
+        assert not grants(objects, "", "configmaps", verb, name="pi-config", namespace=scope), verb
+
+
 def test_webhook_configuration_and_lease_only_by_name(rendered: tuple[str, list[Obj]]) -> None:
     _, objects = rendered
     vwc = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
@@ -300,7 +325,7 @@ def test_rbac_covers_what_the_operator_does(rendered: tuple[str, list[Obj]]) -> 
         ("scheduling.volcano.sh", "podgroups", ("get", "list", "watch", "create", "update", "delete")),
         ("scheduling.x-k8s.io", "podgroups", ("get", "list", "watch", "create", "update", "delete")),
         # MPIJob (hostfile ConfigMaps, SSH Secrets, launcher Jobs) and ChainerJob (StatefulSets).
-        ("", "configmaps", written),
+        ("", "configmaps", ("list", "watch", "create", "patch")),
         ("", "secrets", written),
         ("batch", "jobs", written),
         ("apps", "statefulsets", written),
