@@ -23,6 +23,7 @@ from kubetrain.client.aio import AsyncClient
 from kubetrain.client.errors import KubetrainError
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.admission import AdmissionRequest, AdmissionResult
+from kubetrain.embedded.apiserver.persistence import PersistenceError
 from kubetrain.embedded.jobcontroller import JobController
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
 from kubetrain.embedded.node.network import NetworkMode
@@ -121,6 +122,7 @@ class LocalPlane:
 
     `working_dir` is where pod processes run when their container sets no `workingDir` (for
     `kubetrain run`, the job file's directory, so `python train.py` finds the script).
+    `state_file` keeps every object in that SQLite file across restarts (None: in memory).
     """
 
     def __init__(
@@ -131,13 +133,17 @@ class LocalPlane:
         node_name: str = "kubetrain-local",
         operator_workers: int = 4,
         network: NetworkMode = "isolated",
+        state_file: Path | None = None,
     ) -> None:
         self.port = port
         self.network: NetworkMode = network
         self.working_dir = working_dir or Path.cwd()
         self.node_name = node_name
         self.operator_workers = operator_workers
-        self.server = EmbeddedAPIServer(admission=[kubeflow_admission])
+        try:
+            self.server = EmbeddedAPIServer(admission=[kubeflow_admission], state_file=state_file)
+        except PersistenceError as exc:
+            raise PlaneError(str(exc)) from None
         self.manager: Manager | None = None
         self.agent: NodeAgent | None = None
         self.binder: Binder | None = None
@@ -226,9 +232,7 @@ class LocalPlane:
             await _quietly(self._node_api.close(), "node client")
         if self._kube is not None:
             await _quietly(self._kube.close(), "operator client")
-        with contextlib.suppress(RuntimeError):
-            _ = self.server.url  # raises when the server never started
-            await _quietly(self.server.stop(), "API server")
+        await _quietly(self.server.stop(), "API server")  # also commits its pending state
         self.agent = self.binder = self.manager = self.jobs = None
         self._kube = self._node_api = None
 

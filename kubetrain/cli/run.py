@@ -16,9 +16,15 @@ from pathlib import Path
 
 from kubetrain.api.kinds import KindInfo
 from kubetrain.cli.common import SubParsers, err, out, positive_float, run_async
+from kubetrain.cli.datadir import STATE_FILE, DataDirLock
 from kubetrain.cli.plane import LocalPlane
 from kubetrain.cli.prefixer import Prefixer, container_label
-from kubetrain.cli.serve import DEFAULT_KUBECONFIG, add_network_option, serve_until_interrupted
+from kubetrain.cli.serve import (
+    DEFAULT_KUBECONFIG,
+    add_data_dir_option,
+    add_network_option,
+    serve_until_interrupted,
+)
 from kubetrain.cli.signals import Interrupts, first_of
 from kubetrain.cli.status import StatusView
 from kubetrain.client import jobstate
@@ -64,6 +70,11 @@ def register(sub: SubParsers) -> None:
         help=f"with --keep: where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})",
     )
     run.add_argument("--no-status", action="store_true", help="no live status line, only the logs")
+    add_data_dir_option(
+        run,
+        "keep the plane's state in DIR, as `kubetrain up --data-dir DIR` does (default: in memory, "
+        "gone when run exits)",
+    )
     add_network_option(run)
     run.set_defaults(handler=_run)
 
@@ -73,14 +84,21 @@ def _run(args: argparse.Namespace) -> int:
     for warning in loaded.warnings:
         err.print(f"Warning: {warning}", style="yellow", markup=False)
     info = resolve_kind(loaded.kind)
-    return run_async(JobRun(args, loaded, info).main())
+    if args.data_dir is None:
+        return run_async(JobRun(args, loaded, info).main())
+    data_dir = Path(args.data_dir).expanduser().resolve()
+    with DataDirLock(data_dir):
+        return run_async(JobRun(args, loaded, info, data_dir / STATE_FILE).main())
 
 
 class JobRun:
     """One `kubetrain run` session: plane, job, logs, status, and the exit code."""
 
-    def __init__(self, args: argparse.Namespace, loaded: LoadedJob, info: KindInfo) -> None:
+    def __init__(
+        self, args: argparse.Namespace, loaded: LoadedJob, info: KindInfo, state: Path | None = None
+    ) -> None:
         self.args = args
+        self.state = state
         self.loaded = loaded
         self.info = info
         self.name = loaded.name
@@ -97,7 +115,7 @@ class JobRun:
 
     async def main(self) -> int:
         working_dir = Path(self.args.file).resolve().parent
-        plane = LocalPlane(working_dir=working_dir, network=self.args.network)
+        plane = LocalPlane(working_dir=working_dir, network=self.args.network, state_file=self.state)
         async with Interrupts() as interrupts:
             try:
                 err.print(

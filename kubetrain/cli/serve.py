@@ -1,8 +1,12 @@
 """`kubetrain up`: keep a local plane (API server, operator, node) running for many jobs.
 
-The kubeconfig goes to ~/.kube/kubetrain.yaml by default: a stable place tools already look
-near, separate from the user's ~/.kube/config (which we never edit). It is removed again on a
-clean exit, because it would otherwise point at a port nobody listens on any more.
+Its objects (jobs with their status, pods, events...) live in ``<data dir>/plane.db`` (see
+`datadir`), so the next `kubetrain up` comes back with them, also after a SIGKILL; the pods a
+stopped plane was running are restarted or failed by their restartPolicy, as after a kubelet
+restart. The kubeconfig goes to ~/.kube/kubetrain.yaml by default: a stable place tools already
+look near, separate from the user's ~/.kube/config (which we never edit). It is removed again on a
+clean exit, because it would otherwise point at a port nobody listens on any more; after a SIGKILL
+the next start rewrites it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 from pathlib import Path
 
 from kubetrain.cli.common import SubParsers, err, out, run_async
+from kubetrain.cli.datadir import STATE_FILE, DataDirLock, default_data_dir
 from kubetrain.cli.plane import LocalPlane
 from kubetrain.cli.signals import Interrupts
 from kubetrain.embedded.node.network import NetworkMode
@@ -42,8 +47,16 @@ def register(sub: SubParsers) -> None:
         help="working directory of pod processes whose container sets none (default: .)",
     )
     up.add_argument("-n", "--namespace", default="default", help="the kubeconfig context's namespace")
+    add_data_dir_option(up, f"where the plane keeps its state (default: {default_data_dir()})")
+    up.add_argument(
+        "--reset", action="store_true", help="delete the stored state first: start with an empty plane"
+    )
     add_network_option(up)
     up.set_defaults(handler=_up)
+
+
+def add_data_dir_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--data-dir", metavar="DIR", default=None, help=help_text)
 
 
 def add_network_option(parser: argparse.ArgumentParser) -> None:
@@ -64,15 +77,23 @@ def _up(args: argparse.Namespace) -> int:
     if not workdir.is_dir():
         err.print(f"invalid --workdir {workdir}: not a directory", style="red", markup=False)
         return 2
-    return run_async(_serve(args.port, args.kubeconfig, args.namespace, workdir, args.network))
+    data_dir = Path(args.data_dir).expanduser().resolve() if args.data_dir else default_data_dir()
+    with DataDirLock(data_dir) as lock:
+        if args.reset:
+            lock.reset()
+        state = data_dir / STATE_FILE
+        return run_async(_serve(args.port, args.kubeconfig, args.namespace, workdir, args.network, state))
 
 
-async def _serve(port: int, kubeconfig: str, namespace: str, workdir: Path, network: NetworkMode) -> int:
-    plane = LocalPlane(port=port, working_dir=workdir, network=network)
+async def _serve(
+    port: int, kubeconfig: str, namespace: str, workdir: Path, network: NetworkMode, state: Path
+) -> int:
+    plane = LocalPlane(port=port, working_dir=workdir, network=network, state_file=state)
     async with Interrupts() as interrupts:
         try:
             await plane.start()
             await plane.ensure_namespace(namespace)
+            out.print(f"state kept in {state} (`kubetrain up --reset` starts empty)", markup=False)
             await serve_until_interrupted(plane, kubeconfig, namespace, interrupts)
             return 0
         finally:

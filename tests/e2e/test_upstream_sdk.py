@@ -159,6 +159,8 @@ class KubetrainUp:
             str(self.kubeconfig),
             "--workdir",
             str(self.workdir),
+            "--data-dir",
+            str(self.workdir / "data"),
             "-n",
             NAMESPACE,
         ]
