@@ -33,6 +33,8 @@ from .network import PodEndpoint
 from .paths import PathMap
 from .process import ContainerProcess
 from .recovery import POD_LOST_MESSAGE, carry_over, completed, ran_before, start_time
+from .security import EVENT_REASON as SECURITY_EVENT_REASON
+from .security import Identity, unenforced, verify_run_as_non_root
 from .status import ContainerStatus, PodState, Terminated, pod_status, rfc3339
 from .volumes import VolumeBuilder, container_mounts
 
@@ -93,6 +95,7 @@ class PodWorker:
         self.lost = self.recovered and carry_over(pod, self.inits, self.containers)
         if self.recovered:
             self.state.start_time = start_time(pod, self.state.start_time)
+        self.identity = Identity.current()
         self.logs: dict[str, ContainerLogs] = {}
         self.procs: dict[str, ContainerProcess] = {}
         self.init_failed = False
@@ -159,6 +162,9 @@ class PodWorker:
             self._mark()
             return
         try:
+            ignored = unenforced(self.pod, self.identity)
+            if ignored and not self.recovered:  # a recovered pod was warned about by the last node
+                self.event("Warning", SECURITY_EVENT_REASON, "; ".join(ignored))
             self.state.pod_ip = self.ctx.network.assign()
             self.ctx.network.set_pod(self._endpoint())
             self._mark()
@@ -249,8 +255,11 @@ class PodWorker:
         """Start and wait for one instance; None when its env cannot be resolved yet."""
         now = time.time()
         try:
+            verify_run_as_non_root(self.pod, cspec, self.identity)
             argv, env, cwd = await self._process_spec(cspec)
         except ContainerConfigError as err:
+            if (st.waiting_reason, st.waiting_message) != ("CreateContainerConfigError", str(err)):
+                self.event("Warning", "Failed", f"Error: {err}")  # once per message, not per retry
             st.set_waiting("CreateContainerConfigError", str(err))
             self._mark()
             return None
