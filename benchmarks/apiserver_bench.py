@@ -3,7 +3,9 @@
 The server runs in a separate *process* (its own interpreter, so its own GIL and core); the load
 generator is an aiohttp client in this process. Prints figures only.
 
-    python benchmarks/apiserver_bench.py [--pods 2000] [--concurrency 64] [--watchers 10]
+    python benchmarks/apiserver_bench.py [--pods 2000] [--concurrency 64] [--watchers 10] [--state-file F]
+
+``--state-file`` keeps the objects in that SQLite file, as `kubetrain up` does (default: in memory).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import ssl
 import statistics
 import sys
 import time
@@ -24,12 +27,14 @@ import aiohttp
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
-def _serve(conn: Connection) -> None:
+def _serve(conn: Connection, state_file: str | None) -> None:
+    from pathlib import Path
+
     from kubetrain.embedded.apiserver import EmbeddedAPIServer
 
     async def main() -> None:
-        server = EmbeddedAPIServer()
-        conn.send(await server.start())
+        server = EmbeddedAPIServer(state_file=Path(state_file) if state_file else None)
+        conn.send((await server.start(), server.token, server.ca_pem))
         await asyncio.get_running_loop().run_in_executor(None, conn.recv)  # wait for "stop"
         await server.stop()
 
@@ -141,9 +146,11 @@ def _ms(values: list[float], q: float) -> str:
     return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:.2f} ms"
 
 
-async def run(url: str, n: int, concurrency: int, watchers: int) -> None:
-    conn = aiohttp.TCPConnector(limit=concurrency + watchers + 8)
-    async with aiohttp.ClientSession(connector=conn) as session:
+async def run(url: str, token: str, ca_pem: bytes, n: int, concurrency: int, watchers: int) -> None:
+    tls = ssl.create_default_context(cadata=ca_pem.decode())
+    conn = aiohttp.TCPConnector(limit=concurrency + watchers + 8, ssl=tls)
+    auth = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(connector=conn, headers=auth) as session:
         rates = []
         for run_no in range(3):
             ns = f"bench-{run_no}"
@@ -180,14 +187,17 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--watchers", type=int, default=10)
+    parser.add_argument("--state-file", default=None, help="persist to this SQLite file (must not exist)")
     args = parser.parse_args()
+    if args.state_file and os.path.exists(args.state_file):
+        parser.error(f"--state-file {args.state_file} exists: the runs create the same pods; remove it")
     parent, child = mp.Pipe()
-    proc = mp.get_context("spawn").Process(target=_serve, args=(child,), daemon=True)
+    proc = mp.get_context("spawn").Process(target=_serve, args=(child, args.state_file), daemon=True)
     proc.start()
-    url = parent.recv()
+    url, token, ca_pem = parent.recv()
     print(f"embedded API server at {url} (separate process, pid {proc.pid}); client: aiohttp in this process")
     try:
-        asyncio.run(run(url, args.pods, args.concurrency, args.watchers))
+        asyncio.run(run(url, token, ca_pem, args.pods, args.concurrency, args.watchers))
     finally:
         parent.send("stop")
         proc.join(10)

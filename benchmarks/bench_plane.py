@@ -1,10 +1,11 @@
 """The API server operator_bench.py measures: how to reach it, who it is, and whose CPU is its CPU.
 
-Two shapes: the embedded server the benchmark starts in its own process, or any server a kubeconfig
-names (a real kube-apiserver, `kubetrain up`, a remote cluster). Against a real server the server's
-CPU is read from /proc of kube-apiserver and etcd when they run on this machine: the pids come from
-`DIR/pids/` when the kubeconfig is `scripts/k8s-control-plane`'s `DIR/kubeconfig` (`DIR/env` sits
-next to it) or from `--server-pids`; otherwise the server's CPU is not reported.
+Two shapes: the embedded server the benchmark starts in its own process (reached through the
+kubeconfig it writes: its token and CA), or any server a kubeconfig names (a real kube-apiserver,
+`kubetrain up`, a remote cluster). Against a real server the server's CPU is read from /proc of
+kube-apiserver and etcd when they run on this machine: the pids come from `DIR/pids/` when the
+kubeconfig is `scripts/k8s-control-plane`'s `DIR/kubeconfig` (`DIR/env` sits next to it) or from
+`--server-pids`; otherwise the server's CPU is not reported.
 
 The measured creates (the raw client's and the operator's) can run as a ServiceAccount rather than
 the kubeconfig's user: an admin in `system:masters` is classified into API Priority and Fairness'
@@ -97,9 +98,8 @@ class Plane:
         """How the operator child reaches the server, as the worker identity."""
         if self.worker_kubeconfig:
             return ["--kubeconfig", self.worker_kubeconfig]
-        if self.kubeconfig:
-            return ["--kubeconfig", self.kubeconfig, *(["--context", self.context] if self.context else [])]
-        return ["--url", self.base]
+        assert self.kubeconfig is not None
+        return ["--kubeconfig", self.kubeconfig, *(["--context", self.context] if self.context else [])]
 
 
 async def from_kubeconfig(path: str, context: str | None, server_pids: str | None) -> Plane:

@@ -34,6 +34,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Coroutine
@@ -50,7 +51,6 @@ for _path in (ROOT, ROOT / "benchmarks") if not os.environ.get("PYTHONPATH") els
         sys.path.insert(0, str(_path))
 
 from bench_plane import (  # noqa: E402
-    Identity,
     Plane,
     apf_delta,
     apf_snapshot,
@@ -76,17 +76,19 @@ Meters = dict[str, Callable[[], float | None]]
 
 
 def serve_apiserver(profile: str | None) -> None:
-    """Child: run the embedded API server and print its URL."""
+    """Child: run the embedded API server and print its URL and kubeconfig (its token and CA)."""
     from kubetrain.embedded.apiserver import EmbeddedAPIServer
 
     async def main() -> None:
         server = EmbeddedAPIServer(history_size=200_000)
         url = await server.start()
-        print(json.dumps({"url": url, "pid": os.getpid()}), flush=True)
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await stop.wait()
-        await server.stop()
+        with tempfile.TemporaryDirectory(prefix="operator-bench-") as tmp:
+            kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")
+            print(json.dumps({"url": url, "pid": os.getpid(), "kubeconfig": str(kubeconfig)}), flush=True)
+            stop = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            await stop.wait()
+            await server.stop()
 
     run_profiled(main, profile)
 
@@ -99,10 +101,7 @@ def run_operator(args: argparse.Namespace) -> None:
     from kubetrain.runtime import KubeClient, Manager, RuntimeConfig
 
     async def main() -> None:
-        if args.kubeconfig:
-            client = await KubeClient.from_kubeconfig(args.kubeconfig, args.context, qps=args.kube_api_qps)
-        else:
-            client = KubeClient.for_url(args.url, qps=args.kube_api_qps)
+        client = await KubeClient.from_kubeconfig(args.kubeconfig, args.context, qps=args.kube_api_qps)
         manager = Manager(client, RuntimeConfig(), registry=CollectorRegistry())
         started = time.perf_counter()
         await manager.start()
@@ -126,11 +125,8 @@ def run_raw(args: argparse.Namespace) -> None:
     """
 
     async def main() -> None:
-        if args.kubeconfig:
-            identity = (await from_kubeconfig(args.kubeconfig, args.context, None)).admin
-            base = (await from_kubeconfig(args.kubeconfig, args.context, None)).base
-        else:
-            identity, base = Identity(), args.url
+        plane = await from_kubeconfig(args.kubeconfig, args.context, None)
+        identity, base = plane.admin, plane.base
         loop = asyncio.get_running_loop()
         async with identity.session(RAW_IN_FLIGHT + 4) as s:
             print(json.dumps({"ready": True, "pid": os.getpid()}), flush=True)
@@ -546,10 +542,8 @@ async def install_crds(plane: Plane) -> None:
     from kubetrain.runtime import KubeClient
     from kubetrain.runtime.crds import install_crds as install
 
-    if plane.kubeconfig:
-        client = await KubeClient.from_kubeconfig(plane.kubeconfig, plane.context, qps=0)
-    else:
-        client = KubeClient.for_url(plane.base, qps=0)
+    assert plane.kubeconfig is not None
+    client = await KubeClient.from_kubeconfig(plane.kubeconfig, plane.context, qps=0)
     async with client:
         await install(client, [yaml.safe_load(t) for t in generate().values()])
 
@@ -584,10 +578,10 @@ async def make_plane(args: argparse.Namespace) -> tuple[Plane, Child | None]:
     if args.kubeconfig:
         return await from_kubeconfig(args.kubeconfig, args.context, args.server_pids), None
     server = Child("--role", "server", *(["--profile", args.profile_server] if args.profile_server else []))
-    base = server.info["url"]
-    plane = Plane(
-        base, Identity(), "embedded API server (own process)", server_pids={"embedded": server.proc.pid}
-    )
+    plane = await from_kubeconfig(server.info["kubeconfig"], None, str(server.proc.pid))
+    plane.description = "embedded API server (own process)"
+    plane.server_pids = {"embedded": server.proc.pid}
+    plane.worker = None  # one identity: the kubeconfig's token
     return plane, server
 
 
@@ -797,7 +791,6 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--role", choices=("bench", "server", "operator", "raw"), default="bench")
-    parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument(
         "--kubeconfig", help="measure the API server this kubeconfig names (default: embedded)"
     )

@@ -156,6 +156,12 @@ class LocalPlane:
     def url(self) -> str:
         return self.server.url
 
+    @property
+    def token(self) -> str:
+        """The API server's bearer token: every piece of the plane authenticates with it (and
+        trusts the server's CA, `server.ca_file`)."""
+        return self.server.token
+
     async def start(self) -> None:
         try:
             try:
@@ -165,7 +171,7 @@ class LocalPlane:
                     f"cannot listen on 127.0.0.1:{self.port}: {exc.strerror or exc} "
                     "(pick another --port, or 0 for a free one)"
                 ) from None
-            self._kube = KubeClient.for_url(self.url, qps=0)
+            self._kube = KubeClient.for_url(self.url, self.token, self.server.ca_file, qps=0)
             config = RuntimeConfig(
                 install_crds=True,
                 workers=self.operator_workers,
@@ -174,7 +180,7 @@ class LocalPlane:
             )
             self.manager = Manager(self._kube, config, crd_manifests=crd_manifests())
             await self.manager.start()
-            self._node_api = KubeAPI(self.url)
+            self._node_api = KubeAPI(self.url, token=self.token, ssl_context=self.server.client_ssl_context())
             self.binder = Binder(self._node_api)
             self.jobs = JobController(self._node_api)
             try:
@@ -197,7 +203,7 @@ class LocalPlane:
             raise
 
     def client(self, namespace: str = "default") -> AsyncClient:
-        return AsyncClient.for_url(self.url, namespace)
+        return AsyncClient.for_url(self.url, namespace, self.token, self.server.ca_file)
 
     async def ensure_namespace(self, namespace: str) -> None:
         assert self._kube is not None

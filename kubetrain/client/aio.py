@@ -94,9 +94,11 @@ class AsyncClient:
         return cls(kube, target.namespace)
 
     @classmethod
-    def for_url(cls, url: str, namespace: str = "default") -> AsyncClient:
-        """An unauthenticated client for a plain-HTTP server (the in-process embedded plane)."""
-        return cls(KubeClient.for_url(url, qps=0, max_attempts=3), namespace)
+    def for_url(
+        cls, url: str, namespace: str = "default", token: str | None = None, ca_file: str | None = None
+    ) -> AsyncClient:
+        """A client for `url` with a bearer token and the CA to trust (the in-process embedded plane)."""
+        return cls(KubeClient.for_url(url, token, ca_file, qps=0, max_attempts=3), namespace)
 
     async def close(self) -> None:
         await self.kube.close()

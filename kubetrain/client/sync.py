@@ -61,6 +61,7 @@ class Client:
     >>> client.wait("pytorchjob", job["metadata"]["name"], timeout=600)
 
     Kinds are accepted in any case, plural or singular (`tfjob`, `TFJobs`, `pytorchjob`).
+    `url=` (with the server's `token=` and `ca_file=`) skips the kubeconfig, for an in-process plane.
     Errors are `kubetrain.client.KubetrainError` subclasses with a message meant for users.
     """
 
@@ -71,11 +72,13 @@ class Client:
         namespace: str | None = None,
         *,
         url: str | None = None,
+        token: str | None = None,
+        ca_file: str | None = None,
     ) -> None:
         self._loop = _LoopThread()
         try:
             if url is not None:
-                self._aio = self._loop.run(_for_url(url, namespace or "default"))
+                self._aio = self._loop.run(_for_url(url, namespace or "default", token, ca_file))
             else:
                 self._aio = self._loop.run(AsyncClient.connect(kubeconfig, context, namespace))
         except BaseException:
@@ -172,6 +175,6 @@ def _shutdown(loop: _LoopThread, aio: AsyncClient) -> None:
     loop.stop()
 
 
-async def _for_url(url: str, namespace: str) -> AsyncClient:
+async def _for_url(url: str, namespace: str, token: str | None, ca_file: str | None) -> AsyncClient:
     # Built on the loop thread: the transport's aiohttp session binds to the running loop.
-    return AsyncClient.for_url(url, namespace)
+    return AsyncClient.for_url(url, namespace, token, ca_file)

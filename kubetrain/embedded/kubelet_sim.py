@@ -6,6 +6,7 @@ a real kubelet and scheduler would, so the operator under test cannot tell the d
 
 from __future__ import annotations
 
+import ssl
 import time
 from typing import Any
 
@@ -26,9 +27,17 @@ class KubeletSim:
     """A fake node: registers a Node, binds pods to it, and reports their container states."""
 
     def __init__(
-        self, base_url: str, node_name: str = "kubetrain-node", session: aiohttp.ClientSession | None = None
+        self,
+        base_url: str,
+        node_name: str = "kubetrain-node",
+        session: aiohttp.ClientSession | None = None,
+        *,
+        token: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
         self.node_name = node_name
         self._session = session
         self._own_session = session is None
@@ -63,7 +72,12 @@ class KubeletSim:
 
         data = None if body is None else json.dumps(body)
         async with self.session.request(
-            method, self.base_url + path, data=data, params=params, headers={"Content-Type": content_type}
+            method,
+            self.base_url + path,
+            data=data,
+            params=params,
+            headers={"Content-Type": content_type, **self._auth},
+            ssl=self._ssl,
         ) as resp:
             return resp.status, await resp.json(content_type=None)
 

@@ -137,9 +137,16 @@ class KubeClient:
         return await cls.from_kubeconfig(path, **kwargs)
 
     @classmethod
-    def for_url(cls, url: str, **kwargs: Any) -> KubeClient:
-        """An unauthenticated client for a plain-HTTP server (the embedded API server in tests)."""
-        return cls(Configuration(host=url), **kwargs)
+    def for_url(
+        cls, url: str, token: str | None = None, ca_file: str | None = None, **kwargs: Any
+    ) -> KubeClient:
+        """A client for `url` with a bearer token and the CA to trust (the embedded API server)."""
+        cfg = Configuration(host=url)
+        cfg.ssl_ca_cert = ca_file
+        if token:
+            cfg.api_key = {"BearerToken": token}
+            cfg.api_key_prefix = {"BearerToken": "Bearer"}
+        return cls(cfg, **kwargs)
 
     async def close(self) -> None:
         if self._pool is not None:

@@ -39,11 +39,13 @@ scanning /proc, as the `kubetrain run` interrupt tests do.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib.util
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -179,10 +181,16 @@ class KubetrainUp:
         """The kubeconfig is written once the plane serves; ready when the kubeflow.org API answers."""
         try:
             config = yaml.safe_load(self.kubeconfig.read_text())
-            server = config["clusters"][0]["cluster"]["server"]
-            with urllib.request.urlopen(f"{server}/apis/kubeflow.org/v1", timeout=2) as response:
+            cluster = config["clusters"][0]["cluster"]
+            ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+            request = urllib.request.Request(
+                f"{cluster['server']}/apis/kubeflow.org/v1",
+                headers={"Authorization": f"Bearer {config['users'][0]['user']['token']}"},
+            )
+            context = ssl.create_default_context(cadata=ca)
+            with urllib.request.urlopen(request, timeout=2, context=context) as response:
                 return bool(response.status == 200)
-        except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError, urllib.error.URLError):
+        except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError, ValueError, urllib.error.URLError):
             return False  # not written yet, half written, or not serving yet
 
     def output(self) -> str:

@@ -6,6 +6,10 @@ import asyncio
 import contextlib
 import ipaddress
 import os
+import secrets
+import shutil
+import ssl
+import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -15,7 +19,8 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from . import errors, fieldvalidation
+from . import errors, fieldvalidation, mediatypes
+from .access import AccessControl
 from .admission import AdmissionPlugin
 from .crd import CRDController
 from .faults import FaultInjector
@@ -29,6 +34,7 @@ from .persistence import Journal
 from .resources import NAMESPACE_KEY, ResourceCatalog
 from .rest import Converter, ObjectStorage, PodDeletion
 from .store import Store
+from .tls import ServingTLS, make_serving_tls
 
 T = TypeVar("T")
 
@@ -44,7 +50,8 @@ def _check_loopback(host: str) -> None:
     except ValueError:
         pass
     raise ValueError(
-        f"the embedded API server has no authentication and listens on loopback only, not {host!r}"
+        f"the embedded API server has a self-signed certificate and one bearer token for all "
+        f"clients: it listens on loopback only, not {host!r}"
     )
 
 
@@ -61,6 +68,11 @@ class EmbeddedAPIServer:
 
     ``state_file`` keeps every object in that SQLite file (see ``persistence``): a server made
     with the same file later starts with them, resourceVersions continuing above the old ones.
+
+    It serves HTTPS with a CA of its own (``tls``), and every request needs
+    ``Authorization: Bearer <server.token>`` (``access``): a fresh random token and CA per server,
+    which ``write_kubeconfig`` writes into the kubeconfig; in-process clients take ``token`` and
+    ``ca_file`` (or ``client_ssl_context()``) from this object.
     """
 
     def __init__(
@@ -89,6 +101,9 @@ class EmbeddedAPIServer:
         self._host = "127.0.0.1"
         self._port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.token = secrets.token_urlsafe(32)
+        self._tls: ServingTLS | None = None
+        self._ca_dir: Path | None = None
         self._journal: Journal | None = None
         if state_file is not None:
             self._journal = Journal(state_file)
@@ -115,15 +130,22 @@ class EmbeddedAPIServer:
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Listen on ``host:port`` (0 picks a free port) and start the built-in controllers."""
         _check_loopback(host)
+        self._tls = make_serving_tls(host)
+        self._ca_dir = Path(tempfile.mkdtemp(prefix="kubetrain-apiserver-"))
+        (self._ca_dir / "ca.crt").write_bytes(self._tls.ca_pem)
         handler = APIHandler(
             self.rest, self.hub, self.faults, lambda: self.log_provider, lambda: f"{self._host}:{self._port}"
         )
-        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[fieldvalidation.middleware])
+        access = AccessControl(self.token, host)
+        app = web.Application(
+            client_max_size=64 * 1024 * 1024,
+            middlewares=[access.middleware, mediatypes.middleware, fieldvalidation.middleware],
+        )
         OpenAPIHandlers(self.openapi).register(app)
         app.router.add_route("*", "/{tail:.*}", handler.handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, backlog=1024)
+        site = web.TCPSite(self._runner, host, port, backlog=1024, ssl_context=self._tls.context)
         await site.start()
         server = site._server
         assert server is not None and server.sockets  # type: ignore[attr-defined]
@@ -149,6 +171,9 @@ class EmbeddedAPIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._ca_dir is not None:
+            shutil.rmtree(self._ca_dir, ignore_errors=True)
+            self._ca_dir = None
         if self._journal is not None:
             await asyncio.to_thread(self._journal.close)  # commits what is still pending
             self._journal = None
@@ -165,16 +190,36 @@ class EmbeddedAPIServer:
         if not self._port:
             raise RuntimeError("the server is not started")
         host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self._port}"
+        return f"https://{host}:{self._port}"
 
     @property
     def port(self) -> int:
         return self._port
 
+    @property
+    def ca_pem(self) -> bytes:
+        """The PEM of the CA that signed the serving certificate (what clients trust)."""
+        if self._tls is None:
+            raise RuntimeError("the server is not started")
+        return self._tls.ca_pem
+
+    @property
+    def ca_file(self) -> str:
+        """``ca_pem`` as a file, for clients configured by path (kubernetes_asyncio); removed at stop."""
+        if self._ca_dir is None:
+            raise RuntimeError("the server is not started")
+        return str(self._ca_dir / "ca.crt")
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """A TLS context for clients of this server (aiohttp and the like)."""
+        if self._tls is None:
+            raise RuntimeError("the server is not started")
+        return self._tls.client_context()
+
     def write_kubeconfig(
         self, path: str | os.PathLike[str], context: str = "kubetrain", namespace: str = "default"
     ) -> Path:
-        return write_kubeconfig(path, self.url, context, namespace)
+        return write_kubeconfig(path, self.url, self.token, self.ca_pem, context, namespace)
 
     # --- controls for tests (call on the server's loop; ServerThread.call does that) ------
 
@@ -239,6 +284,14 @@ class ServerThread:
     @property
     def url(self) -> str:
         return self.server.url
+
+    @property
+    def token(self) -> str:
+        return self.server.token
+
+    @property
+    def ca_file(self) -> str:
+        return self.server.ca_file
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

@@ -8,7 +8,7 @@ a kubelet (`podworker`, `logs`).
 
 Starting it next to the embedded API server::
 
-    api = KubeAPI(server.url)
+    api = KubeAPI(server.url, token=server.token, ssl_context=server.client_ssl_context())
     agent = NodeAgent(api, NodeConfig())
     await agent.start()
     server.log_provider = agent.log_provider

@@ -1,6 +1,6 @@
 """Fixtures: every conformance test runs against two targets, reached only over HTTP(S).
 
-* ``embedded``: a fresh EmbeddedAPIServer per test (plain HTTP, no auth);
+* ``embedded``: a fresh EmbeddedAPIServer per test (TLS with its own CA, its bearer token);
 * ``real``: the kube-apiserver of ``scripts/k8s-control-plane`` (TLS, admin client certificate), found
   through ``KUBETRAIN_CONFORMANCE_KUBECONFIG``. Without it the ``real`` case skips, and fails under
   ``CI=true``. A real server cannot be fresh per test, so every test gets its own namespace
@@ -65,6 +65,10 @@ class Target:
     url: str
     kubeconfig: Path
     ssl: ssl.SSLContext | bool = True
+    anonymous_ssl: ssl.SSLContext | bool = True
+    """TLS without the client certificate: a request that carries no credentials."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """What authenticates a request besides TLS: the embedded server's bearer token."""
     server: EmbeddedAPIServer | None = None
     cleanups: list[str] = field(default_factory=list)
 
@@ -86,14 +90,15 @@ def real_kubeconfig() -> Path:
     return Path(path)
 
 
-async def _ssl_context(kubeconfig: Path) -> tuple[str, ssl.SSLContext]:
-    """The server URL and a TLS context with the kubeconfig's CA and client certificate."""
+async def _ssl_contexts(kubeconfig: Path) -> tuple[str, ssl.SSLContext, ssl.SSLContext]:
+    """The server URL, a TLS context with the kubeconfig's CA and client certificate, and one
+    with the CA only."""
     cfg = client.Configuration()
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
     ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
     if cfg.cert_file:
         ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
-    return cfg.host, ctx
+    return cfg.host, ctx, ssl.create_default_context(cafile=cfg.ssl_ca_cert)
 
 
 @pytest.fixture
@@ -102,13 +107,16 @@ async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         srv = EmbeddedAPIServer(bookmark_interval=0.2, log_provider=MemoryLogProvider(poll_interval=0.01))
         await srv.start()
         try:
-            yield Target("embedded", srv.url, srv.write_kubeconfig(tmp_path / "admin.kubeconfig"), server=srv)
+            kubeconfig = srv.write_kubeconfig(tmp_path / "admin.kubeconfig")
+            auth = {"Authorization": f"Bearer {srv.token}"}
+            ctx = srv.client_ssl_context()
+            yield Target("embedded", srv.url, kubeconfig, ctx, ctx, auth, srv)
         finally:
             await srv.stop()
         return
     kubeconfig = request.getfixturevalue("real_kubeconfig")
-    url, ctx = await _ssl_context(kubeconfig)
-    tgt = Target("real", url, kubeconfig, ctx)
+    url, ctx, anonymous = await _ssl_contexts(kubeconfig)
+    tgt = Target("real", url, kubeconfig, ctx, anonymous)
     yield tgt
 
 
@@ -127,11 +135,19 @@ def real(target: Target) -> bool:
 @pytest.fixture
 async def http(target: Target) -> AsyncIterator[Http]:
     connector = aiohttp.TCPConnector(ssl=target.ssl)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with aiohttp.ClientSession(connector=connector, headers=target.headers) as session:
         h = Http(target.url, session)
         yield h
         for path in reversed(target.cleanups):  # cluster-scoped objects the test registered
             await h.delete(path)
+
+
+@pytest.fixture
+async def anonymous_http(target: Target) -> AsyncIterator[Http]:
+    """Raw HTTP with no credentials at all (no token, no client certificate)."""
+    connector = aiohttp.TCPConnector(ssl=target.anonymous_ssl)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        yield Http(target.url, session)
 
 
 @pytest.fixture

@@ -400,7 +400,10 @@ async def test_webhook_conversion_uses_the_registered_converter() -> None:
     try:
         import aiohttp
 
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=srv.client_ssl_context()),
+            headers={"Authorization": f"Bearer {srv.token}"},
+        ) as session:
             http = Http(srv.url, session)
             await install_widget_crd(http, kind, crd)
             assert (await http.post(kind.collection, kind.obj("w", replicas=1)))[0] == 201

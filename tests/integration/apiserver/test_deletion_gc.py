@@ -152,7 +152,7 @@ async def test_pod_deletion_policy_immediate() -> None:
     await srv.start()
     pods = "/api/v1/namespaces/default/pods"
     try:
-        async with KubeletSim(srv.url, "n") as kubelet:
+        async with KubeletSim(srv.url, "n", token=srv.token, ssl_context=srv.client_ssl_context()) as kubelet:
             await kubelet.register_node()
             status, _ = await kubelet._call("POST", pods, pod("i"))
             assert status == 201

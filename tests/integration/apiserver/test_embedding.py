@@ -14,7 +14,10 @@ from kubetrain.embedded.apiserver import EmbeddedAPIServer, ServerThread
 
 def test_server_thread_serves_sync_clients(tmp_path: Path) -> None:
     with ServerThread(pod_deletion="immediate") as srv:
-        with urllib.request.urlopen(srv.url + "/api/v1/namespaces") as resp:
+        request = urllib.request.Request(
+            srv.url + "/api/v1/namespaces", headers={"Authorization": f"Bearer {srv.token}"}
+        )
+        with urllib.request.urlopen(request, context=srv.server.client_ssl_context()) as resp:
             body = json.load(resp)
         assert {n["metadata"]["name"] for n in body["items"]} >= {"default", "kube-system"}
         path = srv.server.write_kubeconfig(tmp_path / "kc", context="ctx", namespace="team")
@@ -39,5 +42,5 @@ async def test_url_before_start_is_an_error() -> None:
 
 async def test_async_context_manager() -> None:
     async with EmbeddedAPIServer() as srv:
-        assert srv.url.startswith("http://127.0.0.1:")
+        assert srv.url.startswith("https://127.0.0.1:")
         assert srv.port > 0

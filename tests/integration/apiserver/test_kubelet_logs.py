@@ -20,7 +20,7 @@ pytestmark = pytest.mark.embedded_only(
 
 @pytest.fixture
 async def kubelet(server: EmbeddedAPIServer) -> KubeletSim:
-    sim = KubeletSim(server.url, "node-1")
+    sim = KubeletSim(server.url, "node-1", token=server.token, ssl_context=server.client_ssl_context())
     await sim.register_node()
     yield sim  # type: ignore[misc]
     await sim.close()
@@ -130,9 +130,12 @@ async def test_logs_without_provider_are_empty(http: Http, ns: NS) -> None:
     srv = EmbeddedAPIServer()
     await srv.start()
     try:
-        async with http.session.post(srv.url + "/api/v1/namespaces/default/pods", json=pod("x")) as resp:
+        auth = {"Authorization": f"Bearer {srv.token}"}
+        pods = srv.url + "/api/v1/namespaces/default/pods"
+        ctx = srv.client_ssl_context()
+        async with http.session.post(pods, json=pod("x"), headers=auth, ssl=ctx) as resp:
             assert resp.status == 201
-        async with http.session.get(srv.url + "/api/v1/namespaces/default/pods/x/log") as resp:
+        async with http.session.get(pods + "/x/log", headers=auth, ssl=ctx) as resp:
             assert resp.status == 200 and await resp.text() == ""
     finally:
         await srv.stop()

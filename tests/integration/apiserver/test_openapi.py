@@ -14,7 +14,7 @@ from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.openapi_proto import parse
 from kubetrain.embedded.apiserver.openapi_proto3 import parse as parse_v3
 
-from .conftest import _ssl_context
+from .conftest import _ssl_contexts
 from .helpers import CRDS, Http, WidgetKind, eventually, install_widget_crd, wait_served
 
 HASH = re.compile(r"[0-9A-F]{128}")
@@ -223,13 +223,16 @@ def _subset(
 async def test_documents_equal_kube_apiservers(real_kubeconfig: Path, suffix: str) -> None:
     """Differential: what the embedded server publishes is what kube-apiserver publishes, entry by
     entry (it serves fewer kinds): v3 paths and schemas, v2 paths and definitions, CRDs included."""
-    url, ctx = await _ssl_context(real_kubeconfig)
+    url, ctx, _ = await _ssl_contexts(real_kubeconfig)
     srv = EmbeddedAPIServer()
     await srv.start()
     kind = WidgetKind(f"d{suffix}.example.com", "default")
     async with (
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as real_session,
-        aiohttp.ClientSession() as ours_session,
+        aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=srv.client_ssl_context()),
+            headers={"Authorization": f"Bearer {srv.token}"},
+        ) as ours_session,
     ):
         real, ours = Http(url, real_session), Http(srv.url, ours_session)
         try:

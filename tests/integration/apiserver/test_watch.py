@@ -225,14 +225,23 @@ async def test_slow_watcher_is_closed_with_410_not_blocking_writers(http: Http) 
     await srv.start()
     try:
         # A watcher that never reads: once socket buffers are full its queue overflows.
+        auth = {"Authorization": f"Bearer {srv.token}"}
         resp = await http.session.get(
-            srv.url + CM_DEFAULT, params={"watch": "1", "resourceVersion": "0", "timeoutSeconds": "20"}
+            srv.url + CM_DEFAULT,
+            params={"watch": "1", "resourceVersion": "0", "timeoutSeconds": "20"},
+            headers=auth,
+            ssl=srv.client_ssl_context(),
         )
         payload = {"blob": "x" * 100_000}
         loop = asyncio.get_running_loop()
         start = loop.time()
         for i in range(300):
-            async with http.session.post(srv.url + CM_DEFAULT, json=configmap(f"c{i}", payload)) as created:
+            async with http.session.post(
+                srv.url + CM_DEFAULT,
+                json=configmap(f"c{i}", payload),
+                headers=auth,
+                ssl=srv.client_ssl_context(),
+            ) as created:
                 assert created.status == 201
         assert loop.time() - start < 10  # writers were never held up by the stuck watcher
         lines = [ln for ln in (await asyncio.wait_for(resp.read(), 10)).split(b"\n") if ln]

@@ -62,9 +62,11 @@ class Partitionable:
 class Candidate:
     """One operator process: its own client, its elector, its run task and a log of callbacks."""
 
-    def __init__(self, url: str, identity: str, *, release: bool = True) -> None:
+    def __init__(self, api: EmbeddedAPIServer, identity: str, *, release: bool = True) -> None:
         # Its own client, as in the operator: the manager's limiter cannot starve renewals.
-        self.client = Partitionable(KubeClient.for_url(url, qps=0, max_attempts=1))
+        self.client = Partitionable(
+            KubeClient.for_url(api.url, api.token, api.ca_file, qps=0, max_attempts=1)
+        )
         self.events: list[tuple[str, float]] = []
         self.elector = LeaderElector(
             self.client,
@@ -123,7 +125,7 @@ class Timeline:
 @pytest.fixture
 async def api() -> AsyncIterator[EmbeddedAPIServer]:
     async with EmbeddedAPIServer() as server:
-        async with KubeClient.for_url(server.url, qps=0) as admin:
+        async with KubeClient.for_url(server.url, server.token, server.ca_file, qps=0) as admin:
             await admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
         yield server
 
@@ -133,7 +135,7 @@ async def candidates(api: EmbeddedAPIServer) -> AsyncIterator[Callable[..., Cand
     made: list[Candidate] = []
 
     def make(identity: str, **kwargs: Any) -> Candidate:
-        cand = Candidate(api.url, identity, **kwargs)
+        cand = Candidate(api, identity, **kwargs)
         made.append(cand)
         return cand
 
@@ -152,7 +154,7 @@ async def wait_for(predicate: Callable[[], bool], timeout: float) -> float:
 
 
 async def lease(api: EmbeddedAPIServer) -> dict[str, Any]:
-    async with KubeClient.for_url(api.url, qps=0) as admin:
+    async with KubeClient.for_url(api.url, api.token, api.ca_file, qps=0) as admin:
         return await admin.get(LEASE_API, "Lease", NS, DEFAULT_LEASE_NAME)
 
 
@@ -293,7 +295,7 @@ async def test_async_leader_work_is_cancelled_when_leadership_ends(api: Embedded
             cancelled.set()
             raise
 
-    async with KubeClient.for_url(api.url, qps=0) as client:
+    async with KubeClient.for_url(api.url, api.token, api.ca_file, qps=0) as client:
         elector = LeaderElector(
             client,
             LeaderElectionConfig(
@@ -314,7 +316,7 @@ async def test_async_leader_work_is_cancelled_when_leadership_ends(api: Embedded
 
 
 async def test_release_never_clears_another_holders_lease(api: EmbeddedAPIServer) -> None:
-    async with KubeClient.for_url(api.url, qps=0) as client:
+    async with KubeClient.for_url(api.url, api.token, api.ca_file, qps=0) as client:
         config = LeaderElectionConfig(
             NS, identity="a", lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY
         )

@@ -108,9 +108,9 @@ class MPICluster:
     ) -> AsyncIterator[MPICluster]:
         server = EmbeddedAPIServer()
         await server.start(port=0)
-        client = KubeClient.for_url(server.url, qps=0, backoff_base=0.02)
+        client = KubeClient.for_url(server.url, server.token, server.ca_file, qps=0, backoff_base=0.02)
         manager: Manager | None = None
-        kubelet = KubeletSim(server.url)
+        kubelet = KubeletSim(server.url, token=server.token, ssl_context=server.client_ssl_context())
         try:
             await install_crds(client, [*crd_manifests(), *(podgroup_crd(g, v) for g, v in podgroups)])
             manager = Manager(

@@ -26,7 +26,7 @@ async def test_kinds_without_a_served_crd_are_skipped() -> None:
     kinds include MPIJob, ChainerJob and Caffe2Job, which are left out instead of blocking."""
     server = EmbeddedAPIServer()
     await server.start(port=0)
-    client = KubeClient.for_url(server.url, qps=0)
+    client = KubeClient.for_url(server.url, server.token, server.ca_file, qps=0)
     try:
         await install_crds(client, [yaml.safe_load(t) for t in crds.generate().values()])
         manager = Manager(

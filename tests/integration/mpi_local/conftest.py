@@ -56,7 +56,7 @@ async def server() -> AsyncIterator[EmbeddedAPIServer]:
 
 @pytest.fixture
 async def api(server: EmbeddedAPIServer) -> AsyncIterator[KubeAPI]:
-    client = KubeAPI(server.url)
+    client = KubeAPI(server.url, token=server.token, ssl_context=server.client_ssl_context())
     yield client
     await client.close()
 

@@ -449,7 +449,9 @@ class Cluster:
         self.client = client
         self.operator = operator
         self.workdir = workdir
-        self.kubelet = Kubelet(KubeletSim(server.url), self)
+        self.kubelet = Kubelet(
+            KubeletSim(server.url, token=server.token, ssl_context=server.client_ssl_context()), self
+        )
         self._background: list[asyncio.Task[None]] = []
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -480,7 +482,7 @@ class Cluster:
             await server.start()
             workdir = Path(tmp)
             kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
-            client = KubeClient.for_url(server.url, qps=0, backoff_base=0.02)
+            client = KubeClient.for_url(server.url, server.token, server.ca_file, qps=0, backoff_base=0.02)
             cfg = config or RuntimeConfig(workers=4)
             operator = Operator(kubeconfig, cfg)
             cluster = cls(server, client, operator, workdir)

@@ -37,7 +37,7 @@ def kubeconfig(apiserver: ServerThread, tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def kube(apiserver: ServerThread) -> AsyncIterator[KubeClient]:
-    client = KubeClient.for_url(apiserver.url, qps=0)
+    client = KubeClient.for_url(apiserver.url, apiserver.token, apiserver.ca_file, qps=0)
     yield client
     await client.close()
 

@@ -106,7 +106,7 @@ async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
 async def env() -> AsyncIterator[tuple[EmbeddedAPIServer, KubeClient, Manager]]:
     server = EmbeddedAPIServer()
     await server.start()
-    client = KubeClient.for_url(server.url, qps=0)
+    client = KubeClient.for_url(server.url, server.token, server.ca_file, qps=0)
     mgr = Manager(
         client,
         RuntimeConfig(enabled_schemes=("PyTorchJob",), install_crds=True),

@@ -54,7 +54,9 @@ async def server() -> AsyncIterator[EmbeddedAPIServer]:
 
 @pytest.fixture
 async def client(server: EmbeddedAPIServer) -> AsyncIterator[KubeClient]:
-    c = KubeClient.for_url(server.url, qps=0, backoff_base=0.01, backoff_cap=0.05)
+    c = KubeClient.for_url(
+        server.url, server.token, server.ca_file, qps=0, backoff_base=0.01, backoff_cap=0.05
+    )
     yield c
     await c.close()
 
@@ -144,7 +146,7 @@ async def test_informer_list_watch_label_filter_and_trim(client: KubeClient) -> 
 async def test_bookmarks_advance_resource_version() -> None:
     server = EmbeddedAPIServer(bookmark_interval=0.05)
     await server.start()
-    client = KubeClient.for_url(server.url, qps=0)
+    client = KubeClient.for_url(server.url, server.token, server.ca_file, qps=0)
     informer, changes = pod_informer(client)
     informer.start()
     await informer.wait_for_sync(5)
@@ -190,7 +192,7 @@ async def test_gone_error_event_relists(server: EmbeddedAPIServer, client: KubeC
 async def test_compaction_relists_and_reports_changes_missed_in_the_gap(
     server: EmbeddedAPIServer, client: KubeClient
 ) -> None:
-    slow = KubeClient.for_url(server.url, qps=0, max_attempts=1)
+    slow = KubeClient.for_url(server.url, server.token, server.ca_file, qps=0, max_attempts=1)
     informer, changes = pod_informer(slow)
     informer.reflector.backoff = Backoff(base=0.3, cap=0.3, jitter=0.0)
     informer.start()

@@ -35,7 +35,7 @@ VWC = ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", None
 @pytest.fixture
 async def kube() -> AsyncIterator[KubeClient]:
     async with EmbeddedAPIServer() as api:
-        client = KubeClient.for_url(api.url, qps=0)
+        client = KubeClient.for_url(api.url, api.token, api.ca_file, qps=0)
         try:
             await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}})
             # The shipped webhook configuration, exactly as the manifests install it.

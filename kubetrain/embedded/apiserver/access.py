@@ -1,0 +1,137 @@
+"""Who may talk to the embedded API server: loopback Host and Origin, then the plane's bearer token.
+
+The server listens on loopback, but loopback is shared by every local user, and every web page
+the user's browser opens can reach it: a cross-origin ``POST`` with a "simple" content type needs
+no CORS preflight, and DNS rebinding lets a page's own hostname resolve to 127.0.0.1. So, in
+this order, a request must
+
+1. name a loopback ``Host`` (``127.0.0.1``, ``localhost``, ``[::1]`` or the address the server
+   listens on, with or without the port): a rebound page sends ``Host: evil.example:PORT``;
+2. carry no ``Origin``, or a loopback one: browsers add it to cross-origin writes;
+3. carry ``Authorization: Bearer <token>``, the random token of this server that only the
+   kubeconfig (mode 0600) holds. Cookies and query parameters are never credentials.
+
+Step 3 answers as kube-apiserver with a token authenticator: a missing or wrong token is a 401
+Status ``Unauthorized``. Anonymous requests may read what kube-apiserver's default RBAC grants
+``system:unauthenticated`` (the ``system:public-info-viewer`` ClusterRole), so health checks work
+without the kubeconfig; a wrong token is refused there too, as authentication fails before
+authorization. Unlike a default kube-apiserver, which lets anonymous requests through to RBAC
+(403 for everything else), anonymous requests elsewhere get 401, as with kube-apiserver's
+``anonymous.conditions`` limited to those paths: nothing here authorizes, so nothing else may be
+anonymous.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from . import errors
+from .jsonutil import dumps
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+PUBLIC_INFO_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+"""The nonResourceURLs of kube-apiserver's ``system:public-info-viewer`` ClusterRole."""
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def unauthorized() -> errors.APIError:
+    """kube-apiserver's answer when authentication fails (``responsewriters.Unauthorized``)."""
+    return errors.APIError(401, "Unauthorized", "Unauthorized")
+
+
+def _forbidden(message: str) -> errors.APIError:
+    return errors.APIError(403, "Forbidden", message)
+
+
+def _answer(err: errors.APIError) -> web.Response:
+    return web.Response(body=dumps(err.status()), status=err.code, content_type="application/json")
+
+
+def _hostname(authority: str) -> str:
+    """``host[:port]`` or ``[v6][:port]`` -> the lower-cased host without brackets ("" if malformed)."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        host, closed, rest = authority[1:].partition("]")
+        if not closed or (rest and not rest.startswith(":")):
+            return ""
+        port = rest[1:]
+    else:
+        host, _, port = authority.partition(":")
+    return host if port == "" or port.isdigit() else ""
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+class AccessControl:
+    """The three checks above, as one aiohttp middleware; ``token`` is the credential to accept."""
+
+    def __init__(self, token: str, listen_host: str) -> None:
+        if not token:
+            raise ValueError("the embedded API server needs a non-empty bearer token")
+        self._token = token.encode()
+        names = {h.lower() for h in (*LOOPBACK_NAMES, listen_host)}
+        self._names = frozenset(names)
+        self._ips = frozenset(ip for ip in map(_ip, names) if ip is not None)
+
+    def loopback(self, hostname: str) -> bool:
+        """Whether a Host/Origin hostname is one of the server's loopback names (any IP spelling)."""
+        return hostname in self._names or _ip(hostname) in self._ips
+
+    def host_error(self, host: str | None) -> errors.APIError | None:
+        if host is None:  # HTTP/1.0 without Host: no browser sends that
+            return None
+        if self.loopback(_hostname(host)):
+            return None
+        return _forbidden(
+            f'host "{host}" is not allowed: the local plane answers requests for 127.0.0.1, localhost '
+            "or [::1] only (a web page reaching it through DNS rebinding names its own host); "
+            "use the server address of the kubeconfig `kubetrain up` wrote"
+        )
+
+    def origin_error(self, origin: str | None) -> errors.APIError | None:
+        if origin is None:
+            return None
+        parts = urlsplit(origin.strip())
+        if parts.scheme in ("http", "https") and self.loopback(_hostname(parts.netloc)):
+            return None
+        return _forbidden(
+            f'origin "{origin}" is not allowed: the local plane refuses requests sent by web pages '
+            "of other sites; call it with kubectl, the kubetrain client or an SDK, not from a browser"
+        )
+
+    def authenticate(self, request: web.Request) -> bool:
+        """Whether the request may go on: this server's token (compared in constant time), or no
+        token at all on a public-info path."""
+        token = _bearer(request.headers.get("Authorization"))
+        if token is None:
+            return request.method in ("GET", "HEAD") and request.path in PUBLIC_INFO_PATHS
+        return hmac.compare_digest(token.encode(), self._token)
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        err = self.host_error(request.headers.get("Host")) or self.origin_error(request.headers.get("Origin"))
+        if err is None and not self.authenticate(request):
+            err = unauthorized()
+        if err is not None:
+            return _answer(err)
+        return await handler(request)
+
+
+def _bearer(authorization: str | None) -> str | None:
+    """The token of ``Authorization: Bearer <token>`` (scheme in any case), as kube-apiserver's
+    bearertoken authenticator reads it; None when the header tries no token authentication."""
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
