@@ -34,6 +34,9 @@ SCHEMA_VERSION = 1
 RV_BLOCK = 10_000
 """resourceVersions reserved per commit of the ceiling (a new block is asked for at half)."""
 RETRY_SECONDS = 1.0
+BATCH_SECONDS = 0.005
+"""How long the writer lets writes gather before a transaction: the most a SIGKILL can lose
+beyond the transaction in flight."""
 
 ObjKey = tuple[str, str, str]  # (storage key, namespace, name), as in `store`
 
@@ -127,8 +130,9 @@ class Journal:
     def record(self, okey: ObjKey, obj: dict[str, Any] | None) -> None:
         """``obj`` (never mutated after this call) is the object's new state; None: deleted."""
         with self._cond:
+            if not self._pending:  # else the writer is busy and looks again before it waits
+                self._cond.notify()
             self._pending[okey] = obj
-            self._cond.notify()
 
     def cover(self, rv: int) -> int:
         """Make ``rv`` safe to hand out; returns the highest resourceVersion that needs no new call.
@@ -161,6 +165,8 @@ class Journal:
             with self._cond:
                 while not (self._pending or self._reserve_to > self._reserved or self._closing):
                     self._cond.wait()
+            time.sleep(BATCH_SECONDS)  # let a burst gather: fewer, larger transactions
+            with self._cond:
                 batch, self._pending = self._pending, {}
                 reserve_to, closing = self._reserve_to, self._closing
             while True:

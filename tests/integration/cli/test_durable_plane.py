@@ -23,6 +23,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from kubetrain.cli.datadir import STATE_FILE
+from kubetrain.embedded.apiserver.persistence import Journal
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 
@@ -299,3 +303,26 @@ async def _count(marker: str, n: int) -> bool:
 
 async def _none_alive(pids: dict[int, Any]) -> bool:
     return not any(_alive(pid) for pid in pids)
+
+
+def test_kubetrain_run_stays_in_memory_unless_given_a_data_dir(tmp_path: Path) -> None:
+    job = tfjob("once", "print('trained', flush=True)", "Never", uuid.uuid4().hex)
+    path = tmp_path / "once.yaml"
+    path.write_text(yaml.safe_dump(job))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+
+    def run(*extra: str) -> None:
+        argv = [sys.executable, "-m", "kubetrain.cli.main", "run", "--no-status", *extra, str(path)]
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+
+    run()
+    assert not (tmp_path / "xdg").exists(), "kubetrain run wrote state without --data-dir"
+
+    run("--data-dir", str(tmp_path / "kept"))
+    journal = Journal(tmp_path / "kept" / STATE_FILE)
+    snapshot = journal.load()
+    journal.close()
+    kept = [obj for key, obj in snapshot.objects if key == "tfjobs.kubeflow.org"]
+    assert [j["metadata"]["name"] for j in kept] == ["once"]
+    assert _condition(kept[0], "Succeeded")
