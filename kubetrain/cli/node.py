@@ -38,6 +38,7 @@ from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, Node
 from kubetrain.embedded.node.config import KubeletAPIConfig
 from kubetrain.embedded.node.kubeapi import ApiError
 from kubetrain.embedded.node.network import NetworkMode
+from kubetrain.embedded.node.quantity import parse_quantity
 from kubetrain.embedded.scheduler import Binder
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,21 @@ def register(sub: SubParsers) -> None:
         help="where pod sandboxes (volumes, logs) live (default: a temporary directory)",
     )
     add_network_option(p)
+    p.add_argument(
+        "--container-log-max-size",
+        metavar="SIZE",
+        default=None,
+        help="rotate a container's log when it would pass SIZE (default 10Mi, the kubelet's; "
+        "also $KUBETRAIN_CONTAINER_LOG_MAX_SIZE)",
+    )
+    p.add_argument(
+        "--container-log-max-files",
+        metavar="N",
+        type=int,
+        default=None,
+        help="log files kept per container, the current one included (default 5, the kubelet's; "
+        "also $KUBETRAIN_CONTAINER_LOG_MAX_FILES)",
+    )
     kubelet = p.add_argument_group("kubelet API (what kube-apiserver calls for logs and exec)")
     kubelet.add_argument(
         "--port",
@@ -108,7 +124,16 @@ def _node(args: argparse.Namespace) -> int:
     if not workdir.is_dir():
         err.print(f"invalid --workdir {workdir}: not a directory", style="red", markup=False)
         return 2
-    config = NodeConfig(working_dir=workdir, network=args.network)
+    try:
+        config = NodeConfig(working_dir=workdir, network=args.network)
+        if args.container_log_max_size is not None:
+            config.container_log_max_size = _size(args.container_log_max_size)
+        if args.container_log_max_files is not None:
+            config.container_log_max_files = args.container_log_max_files
+        config.log_policy  # noqa: B018 -- validates both
+    except ValueError as exc:
+        err.print(f"invalid container log settings: {exc}", style="red", markup=False)
+        return 2
     if args.name:
         config.node_name = args.name
     if args.root_dir:
@@ -199,3 +224,10 @@ async def _serve(
             if agent is not None:
                 await agent.stop()
             await api.close()
+
+
+def _size(text: str) -> int:
+    try:
+        return int(parse_quantity(text))
+    except ValueError:
+        raise ValueError(f"--container-log-max-size {text!r} is not a size: use e.g. 10Mi") from None

@@ -566,11 +566,8 @@ class APIHandler:
             return web.Response(body=b"", content_type="text/plain")
         except LogUnavailable as exc:
             raise errors.bad_request(str(exc)) from None
-        if not opts.follow:
-            parts = [first]
-            async for chunk in chunks:
-                parts.append(chunk)
-            return web.Response(body=b"".join(parts), content_type="text/plain")
+        # Streamed, followed or not, as kube-apiserver relays the kubelet's answer: a full read of
+        # a large log holds one chunk at a time, never the whole file.
         resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
         resp.enable_chunked_encoding()
         try:

@@ -97,6 +97,7 @@ class NodeAgent:
     # -- public ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.config.log_policy  # noqa: B018 -- a bad log setting fails here, not at a pod's start
         await self.exec_service.start()
         if self.kubelet_server is not None:
             await self.kubelet_server.start(self.exec_service.socket_path)

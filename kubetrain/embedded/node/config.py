@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .images import ImageMap
+from .logs import LogPolicy
 from .network import NetworkMode
+from .quantity import parse_quantity
 
 
 def _memory_bytes() -> int:
@@ -99,5 +101,34 @@ class NodeConfig:
     liveness signal; kubelet's nodeStatusReportFrequency is 5 min)."""
     lease_duration_seconds: int = 40
     shutdown_grace: float = 5.0
+    container_log_max_size: int = field(
+        default_factory=lambda: _env_quantity("KUBETRAIN_CONTAINER_LOG_MAX_SIZE", "10Mi")
+    )
+    """Rotate a container's log file when it would pass this size (kubelet's containerLogMaxSize)."""
+    container_log_max_files: int = field(
+        default_factory=lambda: _env_int("KUBETRAIN_CONTAINER_LOG_MAX_FILES", "5")
+    )
+    """Log files kept per container instance, the current one included (containerLogMaxFiles)."""
     kubelet_api: KubeletAPIConfig | None = None
     """None: no kubelet API (the embedded plane reads logs through `log_provider` instead)."""
+
+    @property
+    def log_policy(self) -> LogPolicy:
+        return LogPolicy(self.container_log_max_size, self.container_log_max_files)
+
+
+def _env_quantity(name: str, default: str) -> int:
+    """A byte size from the environment (``10Mi``), as `kubetrain up`/`run` take it."""
+    text = os.environ.get(name, default)
+    try:
+        return int(parse_quantity(text))
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a size: use e.g. 10Mi") from None
+
+
+def _env_int(name: str, default: str) -> int:
+    text = os.environ.get(name, default)
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a whole number") from None

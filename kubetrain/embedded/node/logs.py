@@ -6,6 +6,15 @@ timestamp makes ``timestamps`` and ``sinceSeconds`` exact, and P marks a line sp
 too long or the stream ended without a newline. Files outlive the process, so ``previous`` and
 logs of finished pods keep working until the pod is deleted.
 
+Disk use is bounded as the kubelet bounds it (`LogPolicy`: containerLogMaxSize 10Mi,
+containerLogMaxFiles 5): a file about to pass the size is renamed ``<restart>.log.<timestamp>``
+(the kubelet's suffix, plus microseconds: we rotate on write, not every 10 s) and a new one begun,
+keeping at most ``max_files`` files per instance; only the current and the previous instance of a
+container are kept (the kubelet's container GC keeps one dead container). Rotated files are not
+gzipped (the kubelet compresses all but the newest). As from the kubelet, a read returns the
+current file only, and ``follow`` carries on into the next file when the current one is rotated.
+Reads stream in chunks of at most `READ_CHUNK` bytes: a full read never holds the whole file.
+
 `NodeLogProvider` implements the embedded API server's ``LogProvider`` protocol (``follow``,
 ``tailLines``, ``timestamps``, ``previous``, ``sinceSeconds``, ``limitBytes``); it is the only
 in-process hook between the agent and the server, because pods/log on a real cluster is served by
@@ -26,6 +35,23 @@ from kubetrain.embedded.apiserver import LogOptions, LogUnavailable
 
 MAX_LINE = 16 * 1024
 FOLLOW_POLL = 0.05
+READ_CHUNK = 256 * 1024
+ROTATED_SUFFIX = "%Y%m%d-%H%M%S"
+"""The kubelet's timestamp suffix of a rotated log (Go's 20060102-150405)."""
+
+
+@dataclass(frozen=True)
+class LogPolicy:
+    """Log rotation per container instance: kubelet's containerLogMaxSize and containerLogMaxFiles."""
+
+    max_size: int = 10 * 2**20
+    max_files: int = 5
+
+    def __post_init__(self) -> None:
+        if self.max_size < 1:
+            raise ValueError(f"container log max size must be at least 1 byte, got {self.max_size}")
+        if self.max_files < 2:
+            raise ValueError(f"container log max files must be > 1, got {self.max_files}")
 
 
 def rfc3339nano(t: float) -> str:
@@ -39,16 +65,65 @@ class LogFile:
 
     path: Path
     done: bool = False
+    policy: LogPolicy = field(default_factory=LogPolicy)
+
+
+def rotated_files(path: Path) -> list[Path]:
+    """The rotated files of the log at `path`, oldest first (the suffixes sort by time)."""
+    return sorted(path.parent.glob(f"{path.name}.*"))
 
 
 @dataclass
 class ContainerLogs:
-    """All instances of one container, oldest first."""
+    """The kept instances of one container, oldest first: the current one and the previous."""
 
     files: list[LogFile] = field(default_factory=list)
 
+    def add(self, log: LogFile) -> None:
+        """A new instance started: older ones than the previous are deleted, rotations included."""
+        self.files.append(log)
+        for old in self.files[:-2]:
+            for path in [*rotated_files(old.path), old.path]:
+                path.unlink(missing_ok=True)
+        del self.files[:-2]
 
-async def pump(reader: asyncio.StreamReader, stream: str, out: BinaryIO) -> None:
+
+class LogWriter:
+    """The one writer of an instance's log (both streams), rotating it under its `LogPolicy`."""
+
+    def __init__(self, log: LogFile) -> None:
+        self.path, self.policy = log.path, log.policy
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._out: BinaryIO = open(self.path, "ab")  # noqa: SIM115 -- closed by `close`
+        self.size = self._out.tell()
+
+    def write(self, record: bytes) -> None:
+        if self.size and self.size + len(record) > self.policy.max_size:
+            self._rotate()
+        self._out.write(record)
+        self._out.flush()
+        self.size += len(record)
+
+    def _rotate(self) -> None:
+        self._out.close()
+        now = time.time()
+        while True:  # two rotations in one microsecond cannot share a name
+            stamp = time.strftime(ROTATED_SUFFIX, time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}"
+            target = self.path.with_name(f"{self.path.name}.{stamp}")
+            if not target.exists():
+                break
+            now += 1e-6
+        os.rename(self.path, target)
+        for old in rotated_files(self.path)[: -(self.policy.max_files - 1)]:
+            old.unlink(missing_ok=True)
+        self._out = open(self.path, "ab")  # noqa: SIM115 -- closed by `close`
+        self.size = 0
+
+    def close(self) -> None:
+        self._out.close()
+
+
+async def pump(reader: asyncio.StreamReader, stream: str, out: LogWriter) -> None:
     """Copy a process stream into the log file as CRI records until EOF."""
     tag = stream.encode()
     while True:
@@ -66,7 +141,6 @@ async def pump(reader: asyncio.StreamReader, stream: str, out: BinaryIO) -> None
         out.write(
             b"%s %s %s %s\n" % (rfc3339nano(time.time()).encode(), tag, b"P" if partial else b"F", line)
         )
-        out.flush()
 
 
 def _render(record: bytes, timestamps: bool) -> bytes:
@@ -96,36 +170,61 @@ def _tail_offset(fh: BinaryIO, lines: int) -> int:
     return 0
 
 
-async def read_log(log: LogFile, options: LogOptions) -> AsyncIterator[bytes]:
-    """The rendered log of one container instance under `options`."""
-    budget = options.limit_bytes
-    cutoff = rfc3339nano(time.time() - options.since_seconds).encode() if options.since_seconds else None
-    with open(log.path, "rb") as fh:
+def _replaced(fh: BinaryIO, path: Path) -> bool:
+    """Whether `path` now names another file than the open `fh` (the writer rotated it)."""
+    try:
+        return os.stat(path).st_ino != os.fstat(fh.fileno()).st_ino
+    except FileNotFoundError:
+        return False  # between the rename and the new file: look again on the next poll
+
+
+async def _raw(log: LogFile, options: LogOptions) -> AsyncIterator[bytes]:
+    """The current file's bytes from where `options` start, in chunks; following, on into the
+    files that replace it."""
+    fh: BinaryIO = open(log.path, "rb")  # noqa: SIM115 -- closed below
+    try:
         if options.tail_lines is not None:
             fh.seek(_tail_offset(fh, options.tail_lines))
-        pending = b""
         while True:
             done_before_read = log.done
-            data = fh.read(256 * 1024)
+            data = fh.read(READ_CHUNK)
             if data:
-                pending += data
-                *records, pending = pending.split(b"\n")
-                out = bytearray()
-                for record in records:
-                    if not record or (cutoff is not None and record[: len(cutoff)] < cutoff):
-                        continue
-                    out += _render(record, options.timestamps)
-                if out:
-                    if budget is not None:
-                        out = out[:budget]
-                        budget -= len(out)
-                    yield bytes(out)
-                    if budget is not None and budget <= 0:
-                        return
+                yield data
                 continue
             if not options.follow or options.previous or done_before_read:
                 return
+            if _replaced(fh, log.path):
+                while data := fh.read(READ_CHUNK):  # what came before the rename
+                    yield data
+                fh.close()
+                fh = open(log.path, "rb")  # noqa: SIM115 -- closed below
+                continue
             await asyncio.sleep(FOLLOW_POLL)
+    finally:
+        fh.close()
+
+
+async def read_log(log: LogFile, options: LogOptions) -> AsyncIterator[bytes]:
+    """The rendered log of one container instance under `options`, one chunk per file chunk
+    (a record cut by a chunk boundary waits for the next; records are at most 64 KiB)."""
+    budget = options.limit_bytes
+    cutoff = rfc3339nano(time.time() - options.since_seconds).encode() if options.since_seconds else None
+    pending = b""
+    async for data in _raw(log, options):
+        pending += data
+        *records, pending = pending.split(b"\n")
+        out = bytearray()
+        for record in records:
+            if not record or (cutoff is not None and record[: len(cutoff)] < cutoff):
+                continue
+            out += _render(record, options.timestamps)
+        if out:
+            if budget is not None:
+                out = out[:budget]
+                budget -= len(out)
+            yield bytes(out)
+            if budget is not None and budget <= 0:
+                return
 
 
 class NodeLogProvider:

@@ -267,13 +267,15 @@ class PodWorker:
             self.event("Warning", "Failed", f"Error: {err}")
             return Terminated(128, "StartError", now, now, str(err))
         logs = self.logs.setdefault(st.name, ContainerLogs())
-        logfile = LogFile(self.dir / "logs" / st.name / f"{st.restart_count}.log")
+        logfile = LogFile(
+            self.dir / "logs" / st.name / f"{st.restart_count}.log", policy=self.ctx.config.log_policy
+        )
         try:
             proc = await ContainerProcess.start(argv, env, cwd, logfile)
         except StartError as err:
             self.event("Warning", "Failed", f"Error: {err}")
             return Terminated(128, "StartError", now, now, str(err))
-        logs.files.append(logfile)
+        logs.add(logfile)
         self.procs[st.name] = proc
         container_id = f"kubetrain://{uuid.uuid4().hex}"
         st.set_running(proc.started_at, container_id)

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Mapping
 
 from .errors import StartError
-from .logs import LogFile, pump
+from .logs import LogFile, LogWriter, pump
 
 PIPE_DRAIN_SECONDS = 2.0
 """How long output may still arrive after a container's process exited."""
@@ -229,8 +229,7 @@ class ContainerProcess:
 
     @classmethod
     async def start(cls, argv: list[str], env: Mapping[str, str], cwd: str, log: LogFile) -> ContainerProcess:
-        log.path.parent.mkdir(parents=True, exist_ok=True)
-        out = open(log.path, "ab")  # noqa: SIM115 -- closed by the pumps' owner when both are done
+        out = LogWriter(log)  # closed by the pumps' owner when both are done
         tag = f"{NODE_TOKEN}.{uuid.uuid4().hex}"
         try:
             GUARDIAN.ensure()

@@ -117,3 +117,17 @@ def test_condition_names_accept_kubectl_spelling() -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
     assert "kubetrain" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--container-log-max-files", "1"), "container log max files must be > 1, got 1"),
+        (("--container-log-max-size", "ten"), "--container-log-max-size 'ten' is not a size"),
+    ],
+)
+def test_node_log_rotation_settings_are_checked(
+    argv: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["node", *argv]) == 2
+    assert message in capsys.readouterr().err
