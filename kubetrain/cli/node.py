@@ -9,8 +9,8 @@ it. It serves the kubelet API over TLS on ``--port`` (default: a free port, sinc
 may share a machine; the Node's ``daemonEndpoints`` advertises it): ``/containerLogs`` and
 ``/exec`` (WebSocket and SPDY/3.1), so ``kubectl logs`` and ``kubectl exec`` reach its pods
 through kube-apiserver. Callers need a client certificate of the cluster CA
-(``--client-ca-file``, default: the kubeconfig's CA; with neither, as against the plain-HTTP
-embedded API server, the kubelet API is not served);
+(``--client-ca-file``, default: the kubeconfig's CA; with neither, the kubelet API is not
+served);
 ``--authorization-mode Webhook`` also asks the API server (SubjectAccessReview on nodes/proxy).
 
 `--bind-pending` also runs the binder (a small default scheduler), for control-plane-only
@@ -184,7 +184,7 @@ async def _serve(
     if kubelet is not None and kubelet.client_ca_file is None:
         path = _kubeconfig_path(kubeconfig)
         kubelet.client_ca_pem = certs.kubeconfig_ca(path, context) if path is not None else None
-        if not kubelet.client_ca_pem:  # a plain-HTTP server (the embedded one) has no client certificates
+        if not kubelet.client_ca_pem:  # a plain-HTTP server has no client certificates
             err.print(
                 "kubelet API not served: the kubeconfig names no cluster CA to check callers against "
                 "(give --client-ca-file to serve it)",

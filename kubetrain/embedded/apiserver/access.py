@@ -117,7 +117,8 @@ class AccessControl:
         token = _bearer(request.headers.get("Authorization"))
         if token is None:
             return request.method in ("GET", "HEAD") and request.path in PUBLIC_INFO_PATHS
-        return hmac.compare_digest(token.encode(), self._token)
+        # aiohttp keeps undecodable header bytes as surrogates: compare the bytes that were sent.
+        return hmac.compare_digest(token.encode("utf-8", "surrogateescape"), self._token)
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:

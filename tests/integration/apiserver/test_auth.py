@@ -8,6 +8,7 @@ attack these tests replay created a pod that ran `id` before the server checked 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import stat
@@ -130,6 +131,19 @@ async def test_the_token_is_a_bearer_token_and_nothing_else(
     assert status == 201
 
 
+@pytest.mark.embedded_only("raw bytes on the embedded server's socket")
+async def test_a_token_of_undecodable_bytes_is_401_not_500(server: EmbeddedAPIServer) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=server.client_ssl_context())
+    writer.write(
+        b"GET /api/v1/namespaces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Authorization: Bearer \xff\xfe" + server.token.encode() + b"\r\nConnection: close\r\n\r\n"
+    )
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 401 Unauthorized\r\n"), answer[:100]
+
+
 # --- content types: both servers -----------------------------------------------------------------
 
 
@@ -160,6 +174,10 @@ async def test_the_kubernetes_media_types_are_read(http: Http, ns: NS) -> None:
         "POST", ns.pods, raw=yaml.safe_dump(_pod("yaml")).encode(), content_type="application/yaml"
     )
     assert status == 201
+    status, _, _ = await http.request(
+        "POST", ns.pods, raw=json.dumps(_pod("untyped")).encode(), content_type=""
+    )
+    assert status == 201  # no Content-Type: JSON, the first serializer
     status, pod, _ = await http.get(f"{ns.pods}/json")
     pod["metadata"]["labels"] = {"updated": "yes"}
     status, _, _ = await http.request(
