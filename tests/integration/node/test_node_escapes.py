@@ -79,6 +79,8 @@ async def test_executable_without_shebang_is_a_start_error(
     script.chmod(0o755)
     _, term = await start_failure(api, "enoexec", {"name": "main", "image": "x", "command": [str(script)]})
     assert term["reason"] == "StartError" and "exec format error" in term["message"]
+    events = await wait_for(lambda: failed_event(api, "enoexec"), what="a Failed event")
+    assert "exec format error" in events[0]
 
 
 async def test_symlink_loop_is_a_start_error(api: KubeAPI, agent: NodeAgent, tmp_path: Path) -> None:
@@ -88,6 +90,8 @@ async def test_symlink_loop_is_a_start_error(api: KubeAPI, agent: NodeAgent, tmp
         api, "eloop", {"name": "main", "image": "x", "command": [str(tmp_path / "a")]}
     )
     assert term["reason"] == "StartError" and "too many levels of symbolic links" in term["message"]
+    events = await wait_for(lambda: failed_event(api, "eloop"), what="a Failed event")
+    assert "too many levels of symbolic links" in events[0]
 
 
 async def test_start_errors_follow_the_restart_policy(api: KubeAPI, agent: NodeAgent) -> None:
