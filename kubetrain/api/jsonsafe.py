@@ -5,15 +5,18 @@ accepts JSON nested up to 10,000 deep, while Python recursion stops at ~1,000 an
 (decoding) and 254 (encoding). The helpers here are iterative (an explicit stack), so their cost
 is linear in the size of the value and independent of its depth:
 
-* `loads`: orjson when it can, else an iterative parser that also turns lone UTF-16 surrogates
-  into U+FFFD, as Go's encoding/json (and so kube-apiserver) does;
+* `loads`: orjson when it can, else an iterative parser that, as Go's encoding/json (and so
+  kube-apiserver) does, turns lone UTF-16 surrogates and each invalid UTF-8 byte into U+FFFD and
+  optionally refuses nesting beyond a limit (Go's is `GO_MAX_DEPTH`);
 * `too_deep`: the path of the first value nested deeper than a limit, for a field error;
 * `clone`/`transform`: deep copies with a function applied to every leaf or container;
-* `scrub`: lone surrogates replaced, so a value can always be encoded as UTF-8.
+* `scrub`: lone surrogates replaced, so a value can always be encoded as UTF-8;
+* `equal`: `==` that does not raise on depth.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Callable
@@ -22,127 +25,147 @@ from typing import Any
 
 import orjson
 
+GO_MAX_DEPTH = 10_000
+"""encoding/json's maxNestingDepth: deeper input is a syntax error ("exceeded max depth")."""
+_ORJSON_MAX_DEPTH = 1024
+
 MAX_JOB_DEPTH = 100
 """Nesting of a job object the operator handles (a PodSpec is ~15 levels deep; anything deeper
 is data no pod can carry, and orjson cannot encode beyond 254)."""
 
-_WS = re.compile(r"[ \t\n\r]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_LITERALS = (("true", True), ("false", False), ("null", None))
 
 
 class JSONError(ValueError):
     """Input that is not JSON at all (not merely deep or with odd strings)."""
 
 
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Parse JSON of any depth; lone surrogate escapes become U+FFFD (Go's behaviour)."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
+class TooDeep(JSONError):
+    """Nesting beyond the parser's limit; the message is Go's."""
+
+
+def _go_replace(exc: UnicodeError) -> tuple[str, int]:
+    """Go's utf8.DecodeRune: every byte of an invalid sequence is one U+FFFD (Python's "replace"
+    folds a truncated sequence into one)."""
+    assert isinstance(exc, UnicodeDecodeError)
+    return "\ufffd", exc.start + 1
+
+
+codecs.register_error("kubetrain-go-utf8", _go_replace)
+
+
+def loads(data: bytes | bytearray | memoryview | str, max_depth: int | None = None) -> Any:
+    """Parse JSON; lone surrogate escapes and invalid UTF-8 bytes become U+FFFD (Go's behaviour).
+
+    Any depth without `max_depth`; with it, deeper containers raise `TooDeep`."""
+    if max_depth is None or max_depth >= _ORJSON_MAX_DEPTH:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
     if isinstance(data, str):
         text = data
     else:
-        try:
-            text = bytes(data).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise JSONError(f"invalid UTF-8: {exc}") from exc
-    return _parse(text)
+        text = bytes(data).decode("utf-8", "kubetrain-go-utf8")
+    return _parse(text, max_depth)
 
 
 def _fix(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
-def _skip(s: str, i: int) -> int:
-    match = _WS.match(s, i)
-    return match.end() if match else i
+_TOKEN = re.compile(
+    r"""[ \t\n\r]*(?:
+        ([\[\]{},:])                                        # 1 punctuation
+      | "([^"\\\x00-\x1f]*)"                              # 2 a string without escapes
+      | (")                                                  # 3 a string with escapes (or broken)
+      | (-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?)  # 4 a number (5 fraction, 6 exponent)
+      | (true|false|null)                                    # 7 a literal
+    )""",
+    re.VERBOSE,
+)
+_LITERAL = {"true": True, "false": False, "null": None}
+_VALUE, _FIRST_VALUE, _KEY, _FIRST_KEY, _COLON, _AFTER = range(6)
+"""Parser states: what the next token may be (a value; a value or "]"; a key; a key or "}"; ":";
+"," or a closer)."""
 
 
-def _string(s: str, i: int) -> tuple[str, int]:
-    """A string token starting at `s[i] == '"'`; returns (value, index after it)."""
-    try:
-        value, end = scanstring(s, i + 1, True)
-    except ValueError as exc:
-        raise JSONError(str(exc)) from exc
-    return _fix(value), end
-
-
-def _key(s: str, i: int) -> tuple[str, int]:
-    if s[i : i + 1] != '"':
-        raise JSONError(f"expected a string key at char {i}")
-    key, i = _string(s, i)
-    i = _skip(s, i)
-    if s[i : i + 1] != ":":
-        raise JSONError(f"expected ':' at char {i}")
-    return key, _skip(s, i + 1)
-
-
-def _scalar(s: str, i: int) -> tuple[Any, int]:
-    c = s[i : i + 1]
-    if c == '"':
-        return _string(s, i)
-    match = _NUMBER.match(s, i)
-    if match:
-        text = match.group(0)
-        if match.group(1) or match.group(2):
-            return float(text), match.end()
-        return int(text), match.end()
-    for word, value in _LITERALS:
-        if s.startswith(word, i):
-            return value, i + len(word)
-    raise JSONError(f"unexpected {c!r} at char {i}")
-
-
-def _parse(s: str) -> Any:
-    """An iterative JSON parser: one explicit stack of open containers instead of recursion."""
+def _parse(s: str, max_depth: int | None = None) -> Any:
+    """An iterative JSON parser: a token regex and one explicit stack of open containers."""
     stack: list[Any] = []
     keys: list[str] = []  # the pending key of each open object (parallel to the dicts in stack)
-    i = _skip(s, 0)
+    limit = max_depth if max_depth is not None else len(s)
+    state, i = _VALUE, 0
+    match = _TOKEN.match
     while True:
-        c = s[i : i + 1]
-        value: Any
-        if c == "{" or c == "[":
-            i = _skip(s, i + 1)
-            closer = "}" if c == "{" else "]"
-            if s[i : i + 1] == closer:
-                value, i = ({} if c == "{" else []), i + 1
-            else:
-                if c == "{":
-                    key, i = _key(s, i)
-                    keys.append(key)
+        m = match(s, i)
+        if m is None:
+            raise JSONError(
+                f"invalid character {s[i : i + 1]!r} at char {i}"
+                if s[i:].strip(" \t\n\r")
+                else "unexpected end of JSON input"
+            )
+        i = m.end()
+        punct = m.group(1)
+        if punct is not None:
+            if punct in "{[" and state in (_VALUE, _FIRST_VALUE):
+                if len(stack) >= limit:
+                    raise TooDeep(f"invalid character '{punct}' exceeded max depth")
+                if punct == "{":
                     stack.append({})
+                    keys.append("")
+                    state = _FIRST_KEY
                 else:
                     stack.append([])
+                    state = _FIRST_VALUE
                 continue
+            if punct == ":" and state == _COLON:
+                state = _VALUE
+                continue
+            if punct == "," and state == _AFTER:
+                state = _KEY if type(stack[-1]) is dict else _VALUE
+                continue
+            closes = (punct == "]" and state in (_AFTER, _FIRST_VALUE) and type(stack[-1]) is list) or (
+                punct == "}" and state in (_AFTER, _FIRST_KEY) and type(stack[-1]) is dict
+            )
+            if not closes:
+                raise JSONError(f"unexpected {punct!r} at char {i - 1}")
+            value: Any = stack.pop()
+            if punct == "}":
+                keys.pop()
         else:
-            value, i = _scalar(s, i)
-        while True:  # a value is complete: store it, then a separator or closers follow
-            if not stack:
-                if _skip(s, i) != len(s):
-                    raise JSONError(f"extra data at char {i}")
-                return value
-            top = stack[-1]
-            if type(top) is list:
-                top.append(value)
+            if m.group(2) is not None:
+                value = _fix(m.group(2))
+            elif m.group(3) is not None:
+                try:
+                    value, i = scanstring(s, i, True)
+                except ValueError as exc:
+                    end = "Unterminated string" in str(exc)
+                    raise JSONError("unexpected end of JSON input" if end else str(exc)) from exc
+                value = _fix(value)
+            elif m.group(4) is not None:
+                value = float(m.group(4)) if m.group(5) or m.group(6) else int(m.group(4))
             else:
-                top[keys[-1]] = value
-            i = _skip(s, i)
-            c = s[i : i + 1]
-            if c == ",":
-                i = _skip(s, i + 1)
-                if type(top) is dict:
-                    keys[-1], i = _key(s, i)
-                break
-            if c == ("]" if type(top) is list else "}"):
-                i += 1
-                value = stack.pop()
-                if type(value) is dict:
-                    keys.pop()
+                value = _LITERAL[m.group(7)]
+            if state in (_KEY, _FIRST_KEY):
+                if type(value) is not str:
+                    raise JSONError(f"expected a string key at char {m.start()}")
+                keys[-1] = value
+                state = _COLON
                 continue
-            raise JSONError(f"expected ',' or a closing bracket at char {i}")
+            if state not in (_VALUE, _FIRST_VALUE):
+                raise JSONError(f"expected ',' or a closing bracket at char {m.start()}")
+        # a value is complete: store it in its container, or it is the document
+        if not stack:
+            if s[i:].strip(" \t\n\r"):
+                raise JSONError(f"extra data at char {i}")
+            return value
+        top = stack[-1]
+        if type(top) is list:
+            top.append(value)
+        else:
+            top[keys[-1]] = value
+        state = _AFTER
 
 
 def _child_path(path: str, key: Any) -> str:
@@ -278,3 +301,28 @@ class _Raw:
 
     def __init__(self, text: str) -> None:
         self.text = text
+
+
+def equal(a: Any, b: Any) -> bool:
+    """`a == b` for JSON-shaped data of any depth (Python's `==` raises RecursionError beyond
+    ~1,000 levels): the C comparison first, an explicit stack only when it gives up."""
+    try:
+        return bool(a == b)
+    except RecursionError:
+        pass
+    stack: list[tuple[Any, Any]] = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is dict and type(y) is dict:
+            if x.keys() != y.keys():
+                return False
+            stack.extend((v, y[k]) for k, v in x.items())
+        elif type(x) is list and type(y) is list:
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif type(x) in (dict, list) or type(y) in (dict, list) or x != y:
+            return False
+    return True

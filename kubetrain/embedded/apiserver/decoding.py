@@ -2,17 +2,18 @@
 
 A body whose metadata (or a ConfigMap's or Secret's data) has the wrong JSON type is a 400
 ``... cannot be handled as a <Kind>: json: cannot unmarshal <json type> into Go struct field ...``,
-and nothing is stored. Lone UTF-16 surrogates in strings become U+FFFD, as Go decodes them.
+and nothing is stored. Lone UTF-16 surrogates and invalid UTF-8 in strings become U+FFFD, as Go
+decodes them.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
+import yaml
+
 from . import errors
-from .jsonutil import loads
+from .jsonutil import GO_MAX_DEPTH, dumps, loads
 from .resources import ResourceType
 
 _STR, _INT, _MAP, _LIST = "string", "int64", "map[string]string", "[]string"
@@ -32,7 +33,6 @@ _META_TYPES = {
     "managedFields": "[]v1.ManagedFieldsEntry",
 }
 _DATA_FIELDS = {("", "ConfigMap"): ("data",), ("", "Secret"): ("data", "stringData")}
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def type_name(value: Any) -> str:
@@ -67,6 +67,48 @@ def _mismatch(value: Any, go_type: str) -> tuple[str, str] | None:
     return None if bad is None else (type_name(bad), go_type.removeprefix("[]"))
 
 
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+"""kube-apiserver's MaxRequestBodyBytes: a larger body is a 413 before it is decoded."""
+
+
+def check_size(raw: bytes) -> None:
+    """``limitedReadBody``'s 413 for a body over 3 MiB."""
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise errors.APIError(
+            413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}"
+        )
+
+
+def summarize(raw: bytes) -> str:
+    """``summarizeData(body, 30)``: the start of a body, as kube-apiserver quotes it in errors."""
+    if not raw:
+        return "<empty>"
+    if raw[:1] == b"{":
+        text = raw[:30].decode("utf-8", "replace")
+        return text + " ..." if len(raw) > 30 else text
+    return raw[:30].hex() + (" ..." if len(raw) > 30 else "")
+
+
+def unrecognized(kind: str, detail: str, raw: bytes) -> errors.APIError:
+    """``transformDecodeError`` when no kind could be read from the body."""
+    return errors.bad_request(
+        f"the object provided is unrecognized (must be of type {kind}): {detail} ({summarize(raw)})"
+    )
+
+
+def check_type_meta(rt: ResourceType, obj: dict[str, Any], raw: bytes | None = None) -> None:
+    """The 400 of the decoder's first look (``apiVersion`` and ``kind`` into strings)."""
+    for field in ("apiVersion", "kind"):
+        bad = _mismatch(obj.get(field), _STR)
+        if bad:
+            raise unrecognized(
+                rt.kind,
+                f"couldn't get version/kind; json parse error: json: cannot unmarshal {bad[0]} into Go "
+                f"struct field .{field} of type string",
+                raw if raw is not None else dumps(obj),
+            )
+
+
 def check_types(rt: ResourceType, obj: dict[str, Any]) -> None:
     """Raise the decoder's 400 for the first field of the wrong JSON type."""
     meta = obj.get("metadata")
@@ -92,21 +134,32 @@ def check_types(rt: ResourceType, obj: dict[str, Any]) -> None:
         )
 
 
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
-    return value
-
-
 def decode_json(data: bytes | str) -> Any:
-    """Parse a request body; a lone surrogate (which orjson refuses) decodes to U+FFFD, as in Go."""
+    """Parse a request body as Go's encoding/json does: lone surrogates and invalid UTF-8 become
+    U+FFFD, any depth up to Go's 10,000 (iteratively), deeper is a syntax error."""
+    return loads(data, max_depth=GO_MAX_DEPTH)
+
+
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's loader: it composes without Python recursion and refuses nesting beyond 1,000
+with a YAMLError (the pure-Python loader raises RecursionError at ~500)."""
+
+
+def decode_yaml(raw: bytes, kind: str) -> Any:
+    """Parse a YAML body of ``kind``; a 400 when it is not YAML.
+
+    JSON text (what kubectl sends as apply-patch+yaml) is read by the JSON decoder, so it may nest
+    as deep as Go allows; other YAML is limited to libyaml's 1,000 levels (go-yaml's is 10,000)."""
     try:
-        return loads(data)
-    except ValueError as exc:
-        if "surrogate" not in str(exc):
-            raise
-    return _replace_surrogates(json.loads(data))
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise unrecognized(kind, "yaml: invalid leading UTF-8 octet", raw) from None
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return decode_json(text)
+        except ValueError:
+            pass  # flow-style YAML is looser than JSON: let the YAML parser judge
+    try:
+        return yaml.load(text, Loader=_YAML_LOADER)
+    except yaml.YAMLError as exc:
+        raise errors.bad_request(f"error decoding YAML: {exc}") from None

@@ -9,16 +9,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from . import admission, discovery, errors
-from .decoding import decode_json
+from .decoding import check_size, decode_json, decode_yaml, unrecognized
 from .errors import APIError
 from .faults import FaultInjector
 from .jsonutil import dumps
@@ -34,6 +34,8 @@ from .watch import Watcher, WatchHub
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""Go's unicode.IsControl (category Cc)."""
 DEFAULT_WATCH_TIMEOUT = 1800
 
 
@@ -86,18 +88,18 @@ def _int(query: Any, name: str) -> int | None:
         raise errors.bad_request(f'invalid value "{raw}" for parameter {name}') from None
 
 
-def _body(raw: bytes, content_type: str) -> Any:
+def _body(raw: bytes, content_type: str, kind: str) -> Any:
+    """The decoded body of a create or update of ``kind``: what kube-apiserver's decoder refuses
+    (over 3 MiB, not JSON/YAML, nested beyond 10,000) is a 4xx before anything else runs."""
+    check_size(raw)
     if not raw.strip():
         raise errors.bad_request("the body of the request was empty")
     if "yaml" in content_type:
-        try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+        return decode_yaml(raw, kind)
     try:
         return decode_json(raw)
     except ValueError as exc:
-        raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        raise unrecognized(kind, f"couldn't get version/kind; json parse error: {exc}", raw) from None
 
 
 class APIHandler:
@@ -133,7 +135,8 @@ class APIHandler:
             warnings = admission.take_warnings(token)
         if warnings and not response.prepared:
             for text in warnings:
-                response.headers.add("Warning", admission.warning_header(text))
+                if not _CONTROL.search(text):  # NewWarningHeader refuses them; kube drops the warning
+                    response.headers.add("Warning", admission.warning_header(text))
         return response
 
     # --- routing -------------------------------------------------------------------------
@@ -418,19 +421,20 @@ class APIHandler:
     # --- writes --------------------------------------------------------------------------
 
     async def _create(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
-        body = _body(await request.read(), request.content_type)
+        body = _body(await request.read(), request.content_type, req.rt.kind)
         dry = dry_run(request.query.getall("dryRun", []), "CreateOptions")
         obj = self.rest.create(req.rt, self._ns(req), body, dry_run=dry)
         return _json(obj, 201)
 
     async def _update(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
-        body = _body(await request.read(), request.content_type)
+        body = _body(await request.read(), request.content_type, req.rt.kind)
         dry = dry_run(request.query.getall("dryRun", []), "UpdateOptions")
         obj = self.rest.update(req.rt, self._ns(req), req.name or "", body, req.subresource, dry_run=dry)
         return _json(self.rest.convert(req.rt, obj))
 
     async def _patch(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
         raw = await request.read()
+        check_size(raw)
         q = request.query
         obj, created = self.rest.patch(
             req.rt,
@@ -448,7 +452,7 @@ class APIHandler:
     def _delete_options(self, request: web.Request, raw: bytes) -> DeleteOptions:
         body: dict[str, Any] = {}
         if raw.strip():
-            parsed = _body(raw, request.content_type)
+            parsed = _body(raw, request.content_type, "DeleteOptions")
             if not isinstance(parsed, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
             body = parsed
@@ -508,7 +512,7 @@ class APIHandler:
         return _json(self.rest.get_scale(req.rt, self._ns(req), req.name or ""))
 
     async def _put_scale(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
-        body = _body(await request.read(), request.content_type)
+        body = _body(await request.read(), request.content_type, "Scale")
         return _json(self.rest.update_scale(req.rt, self._ns(req), req.name or "", body))
 
     async def _patch_scale(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
@@ -518,7 +522,7 @@ class APIHandler:
         return _json(self.rest.patch_scale(req.rt, self._ns(req), req.name or "", request.content_type, raw))
 
     async def _binding(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
-        body = _body(await request.read(), request.content_type)
+        body = _body(await request.read(), request.content_type, "Binding")
         pods = self.catalog.lookup("", "v1", "pods")
         assert pods is not None
         name = (

@@ -1,29 +1,51 @@
-"""Fast JSON encode/decode and deep copy of plain JSON data.
+"""Fast JSON encode/decode and deep copy of plain JSON data, at any depth clients may send.
 
-orjson is several times faster than the stdlib on both ends. Like kube-apiserver (Go's int64 /
-float64), it reads integers beyond 64 bits as floats; writing such an integer (which only a client
-could have sent) falls back to the stdlib so nothing a client stored becomes unreadable.
+orjson is several times faster than the stdlib on both ends; `jsonsafe` wraps it with iterative
+fallbacks for what orjson refuses (nesting beyond 1,024 levels when decoding, 254 when encoding,
+lone surrogates, integers beyond 64 bits), so nothing a client stored becomes unreadable. Like
+kube-apiserver (Go's int64 / float64), integers beyond 64 bits are read as floats.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Generator
 from typing import Any
 
-import orjson
+from kubetrain.api import jsonsafe
+from kubetrain.api.jsonsafe import GO_MAX_DEPTH, TooDeep, equal
+
+__all__ = ["GO_MAX_DEPTH", "TooDeep", "clone", "dumps", "equal", "iterate", "loads"]
+
+Step = Generator[Any, Any, Any]
+"""A recursive function written as a generator: ``(yield step(...))`` is the recursive call."""
+
+
+def iterate(step: Step) -> Any:
+    """Run a recursive algorithm written with `Step` generators on an explicit stack, so its depth
+    is bounded by memory, not by Python's recursion limit. The algorithm keeps its recursive shape
+    (``result = yield child(...)`` instead of ``result = child(...)``)."""
+    stack: list[Step] = [step]
+    value: Any = None
+    while stack:
+        try:
+            call = stack[-1].send(value)
+        except StopIteration as done:
+            stack.pop()
+            value = done.value
+            continue
+        stack.append(call)
+        value = None
+    return value
 
 
 def dumps(obj: Any) -> bytes:
     """Serialize to compact UTF-8 JSON bytes."""
-    try:
-        return orjson.dumps(obj)
-    except TypeError:  # an integer beyond 64 bits, or a type orjson does not know
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    return jsonsafe.dumps(obj)
 
 
-def loads(data: bytes | str) -> Any:
-    """Parse JSON; raises ValueError on malformed input (orjson.JSONDecodeError is one)."""
-    return orjson.loads(data)
+def loads(data: bytes | str, max_depth: int | None = None) -> Any:
+    """Parse JSON; raises ValueError on malformed input, `TooDeep` beyond ``max_depth``."""
+    return jsonsafe.loads(data, max_depth)
 
 
 def clone(obj: Any, _depth: int = 0) -> Any:

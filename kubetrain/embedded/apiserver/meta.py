@@ -151,3 +151,37 @@ def labels_errors(meta: dict[str, Any]) -> list[FieldError]:
             )
         )
     return errs
+
+
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_KEY_MSG = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or "
+    "'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+)
+_DATA_KEYS = {("", "ConfigMap"): ("data", "binaryData"), ("", "Secret"): ("data",)}
+
+
+def config_key_errors(key: str) -> list[str]:
+    """``validation.IsConfigMapKey``: the keys of ConfigMap and Secret data become file names."""
+    errs: list[str] = []
+    if len(key) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _CONFIG_KEY.match(key):
+        errs.append(CONFIG_KEY_MSG)
+    if key == ".":
+        errs.append("must not be '.'")
+    elif key == "..":
+        errs.append("must not be '..'")
+    elif key.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
+def data_key_errors(group: str, kind: str, obj: dict[str, Any]) -> list[FieldError]:
+    """ValidateConfigMap's and ValidateSecret's key checks (the decoder already refused non-maps)."""
+    errs: list[FieldError] = []
+    for fld in _DATA_KEYS.get((group, kind), ()):
+        data = obj.get(fld)
+        for key in data if isinstance(data, dict) else ():
+            errs += [FieldError("FieldValueInvalid", f"{fld}[{key}]", key, m) for m in config_key_errors(key)]
+    return errs

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .jsonutil import clone, dumps
+from .decoding import type_name
+from .jsonutil import Step, clone, dumps, equal, iterate
 
 
 class PatchError(ValueError):
@@ -28,6 +29,10 @@ class PatchError(ValueError):
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
+    return iterate(_merge_patch(target, patch))
+
+
+def _merge_patch(target: Any, patch: Any) -> Step:
     if not isinstance(patch, dict):
         return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
@@ -35,14 +40,16 @@ def merge_patch(target: Any, patch: Any) -> Any:
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = merge_patch(result.get(key), value)
+            result[key] = yield _merge_patch(result.get(key), value)
     return result
 
 
 # --- RFC 6902 -------------------------------------------------------------------------------
 
 
-def _pointer(path: str) -> list[str]:
+def _pointer(path: Any) -> list[str]:
+    if not isinstance(path, str):
+        raise PatchError(f"json: cannot unmarshal {type_name(path)} into Go value of type string")
     if path == "":
         return []
     if not path.startswith("/"):
@@ -131,7 +138,7 @@ def json_patch(target: Any, ops: Any) -> Any:
         elif op == "copy":
             doc = _add(doc, path, clone(_get(doc, raw.get("from", ""), op)), op)
         elif op == "test":
-            if _get(doc, path, op) != raw.get("value"):
+            if not equal(_get(doc, path, op), raw.get("value")):
                 raise PatchError(f"testing value {path} failed: test failed")
         else:
             raise TypeError(f"Unexpected kind: {op}")
@@ -170,10 +177,12 @@ def merge_key(kind: str, path: tuple[str, ...]) -> str | None:
     return _MERGE_KEYS.get(name)
 
 
-def strategic_merge(
-    original: Any, patch: Any, kind: str, keyed_lists: bool = True, path: tuple[str, ...] = ()
-) -> Any:
+def strategic_merge(original: Any, patch: Any, kind: str, keyed_lists: bool = True) -> Any:
     """Apply a strategic merge patch; ``keyed_lists=False`` treats every list as atomic."""
+    return iterate(_strategic_merge(original, patch, kind, keyed_lists, ()))
+
+
+def _strategic_merge(original: Any, patch: Any, kind: str, keyed_lists: bool, path: tuple[str, ...]) -> Step:
     if not isinstance(patch, dict):
         return clone(patch)
     directive = patch.get("$patch")
@@ -188,18 +197,18 @@ def strategic_merge(
         if key.startswith("$deleteFromPrimitiveList/"):
             fld = key.split("/", 1)[1]
             if isinstance(result.get(fld), list) and isinstance(value, list):
-                result[fld] = [x for x in result[fld] if x not in value]
+                result[fld] = [x for x in result[fld] if not _member(x, value)]
             continue
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            merged = strategic_merge(result.get(key), value, kind, keyed_lists, (*path, key))
+            merged = yield _strategic_merge(result.get(key), value, kind, keyed_lists, (*path, key))
             if merged is None:
                 result.pop(key, None)
             else:
                 result[key] = merged
         elif isinstance(value, list):
-            result[key] = _merge_list(result.get(key), value, kind, keyed_lists, (*path, key))
+            result[key] = yield _merge_list(result.get(key), value, kind, keyed_lists, (*path, key))
         else:
             result[key] = value
     retain = patch.get("$retainKeys")
@@ -208,14 +217,24 @@ def strategic_merge(
     return result
 
 
-def _merge_list(original: Any, patch: list[Any], kind: str, keyed: bool, path: tuple[str, ...]) -> list[Any]:
+def _member(value: Any, items: list[Any]) -> bool:
+    """``value in items`` at any depth."""
+    return any(equal(value, item) for item in items)
+
+
+def _index(items: list[Any], value: Any) -> int:
+    """``items.index(value)`` at any depth; ``len(items)`` when absent."""
+    return next((i for i, item in enumerate(items) if equal(value, item)), len(items))
+
+
+def _merge_list(original: Any, patch: list[Any], kind: str, keyed: bool, path: tuple[str, ...]) -> Step:
     if not keyed:
         return [clone(v) for v in patch]
     if any(isinstance(v, dict) and v.get("$patch") == "replace" for v in patch):
         return [clone(v) for v in patch if not (isinstance(v, dict) and "$patch" in v)]
     orig = list(original) if isinstance(original, list) else []
     if path[-1] in _PRIMITIVE_MERGE:
-        merged = orig + [v for v in patch if v not in orig]
+        merged = orig + [v for v in patch if not _member(v, orig)]
         return _element_order(merged, patch, orig, lambda v: v)
     mkey = merge_key(kind, path)
     if mkey is None:
@@ -226,17 +245,18 @@ def _merge_list(original: Any, patch: list[Any], kind: str, keyed: bool, path: t
             result.append(clone(item))
             continue
         idx = next(
-            (i for i, o in enumerate(result) if isinstance(o, dict) and o.get(mkey) == item[mkey]), None
+            (i for i, o in enumerate(result) if isinstance(o, dict) and equal(o.get(mkey), item[mkey])),
+            None,
         )
         if item.get("$patch") == "delete":
             if idx is not None:
                 result = result[:idx] + result[idx + 1 :]
             continue
         if idx is None:
-            result.append(strategic_merge({}, item, kind, keyed, path))
+            result.append((yield _strategic_merge({}, item, kind, keyed, path)))
         else:
             result = list(result)
-            result[idx] = strategic_merge(result[idx], item, kind, keyed, path)
+            result[idx] = yield _strategic_merge(result[idx], item, kind, keyed, path)
     key = mkey
 
     def ident(v: Any) -> Any:
@@ -252,10 +272,10 @@ def _element_order(
     interleaved where the server order ranks both (otherwise the patch item comes first)."""
     patch_ids = [ident(v) for v in patch]
     server_ids = [ident(v) for v in server]
-    in_patch = [v for v in merged if ident(v) in patch_ids]
-    in_patch.sort(key=lambda v: patch_ids.index(ident(v)))
-    server_only = [v for v in merged if ident(v) not in patch_ids]
-    server_only.sort(key=lambda v: server_ids.index(ident(v)) if ident(v) in server_ids else len(server_ids))
+    in_patch = [v for v in merged if _member(ident(v), patch_ids)]
+    in_patch.sort(key=lambda v: _index(patch_ids, ident(v)))
+    server_only = [v for v in merged if not _member(ident(v), patch_ids)]
+    server_only.sort(key=lambda v: _index(server_ids, ident(v)))
     out: list[Any] = []
     i = j = 0
     while i < len(server_only) or j < len(in_patch):
@@ -266,8 +286,8 @@ def _element_order(
             out.append(in_patch[j])
             j += 1
         else:
-            li, ri = ident(server_only[i]), ident(in_patch[j])
-            if li in server_ids and ri in server_ids and server_ids.index(li) < server_ids.index(ri):
+            li, ri = _index(server_ids, ident(server_only[i])), _index(server_ids, ident(in_patch[j]))
+            if li < len(server_ids) and ri < len(server_ids) and li < ri:
                 out.append(server_only[i])
                 i += 1
             else:
@@ -279,8 +299,13 @@ def _element_order(
 # --- server-side apply ----------------------------------------------------------------------
 
 
-def field_set(config: Any, kind: str, keyed: bool, path: tuple[str, ...] = ()) -> dict[str, Any]:
+def field_set(config: Any, kind: str, keyed: bool) -> dict[str, Any]:
     """The FieldsV1 set a configuration owns: ``f:`` for fields, ``k:`` for keyed list items."""
+    result: dict[str, Any] = iterate(_field_set(config, kind, keyed, ()))
+    return result
+
+
+def _field_set(config: Any, kind: str, keyed: bool, path: tuple[str, ...]) -> Step:
     out: dict[str, Any] = {}
     if not isinstance(config, dict):
         return out
@@ -294,17 +319,17 @@ def field_set(config: Any, kind: str, keyed: bool, path: tuple[str, ...] = ()) -
                 if k in ("labels", "annotations", "finalizers", "ownerReferences")
             }
             if sub:
-                out["f:metadata"] = field_set(sub, kind, keyed, ("metadata",))
+                out["f:metadata"] = yield _field_set(sub, kind, keyed, ("metadata",))
             continue
         if isinstance(value, dict):
-            out[f"f:{key}"] = field_set(value, kind, keyed, (*path, key))
+            out[f"f:{key}"] = yield _field_set(value, kind, keyed, (*path, key))
         elif isinstance(value, list) and keyed and merge_key(kind, (*path, key)):
             mkey = merge_key(kind, (*path, key))
             items: dict[str, Any] = {}
             for item in value:
                 if isinstance(item, dict) and mkey in item:
                     ident = dumps({mkey: item[mkey]}).decode()
-                    entry = field_set(item, kind, keyed, (*path, key))
+                    entry = yield _field_set(item, kind, keyed, (*path, key))
                     entry["."] = {}
                     items[f"k:{ident}"] = entry
             out[f"f:{key}"] = items

@@ -14,16 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import yaml
-
 from . import errors, fieldvalidation
 from .admission import CREATE, UPDATE, AdmissionChain
 from .crd import CLEANUP_FINALIZER, crd_errors, crd_status, default_crd
-from .decoding import check_types, decode_json, type_name
+from .decoding import check_type_meta, check_types, decode_json, decode_yaml, type_name
 from .defaults import ClusterIPAllocator, default_builtin, initial_pod_status
 from .errors import APIError, FieldError
-from .jsonutil import clone, dumps, loads
-from .meta import SYSTEM_FIELDS, generate_name, labels_errors, later, now, validate_name
+from .jsonutil import clone, dumps, equal, loads
+from .meta import SYSTEM_FIELDS, data_key_errors, generate_name, labels_errors, later, now, validate_name
 from .patching import PatchError, field_set, json_patch, merge_patch, strategic_merge
 from .resources import CRD_KEY, NAMESPACE_KEY, ResourceCatalog, ResourceType
 from .schema import (
@@ -154,6 +152,7 @@ class ObjectStorage:
                 f"the body of the request was in an unknown format - expected an object, "
                 f"got {type(body).__name__}"
             )
+        check_type_meta(rt, body)
         api_version, kind = body.get("apiVersion"), body.get("kind")
         if api_version and api_version != rt.api_version:
             raise errors.bad_request(
@@ -189,7 +188,7 @@ class ObjectStorage:
         for fld in ("labels", "annotations", "finalizers", "ownerReferences", "managedFields"):
             if fld in meta and not meta[fld]:
                 del meta[fld]  # omitempty: empty and absent are the same on the wire
-        errs = [*(errs or ()), *labels_errors(meta)]
+        errs = [*(errs or ()), *labels_errors(meta), *data_key_errors(rt.group, rt.kind, obj)]
         if rt.custom is not None:
             schema = rt.custom.schema
             prune(obj, schema, root=True)
@@ -395,13 +394,13 @@ class ObjectStorage:
             if rt.key == CRD_KEY:
                 new["status"] = crd_status(new, old, self.catalog)
             skip = ("metadata", "status") if rt.has_status else ("metadata",)
-            if rt.tracks_generation and _without(new, skip) != _without(old_view, skip):
+            if rt.tracks_generation and not equal(_without(new, skip), _without(old_view, skip)):
                 meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if admit:
             self.admission.admit(rt, UPDATE, new, old_view, subresource, dry_run)
         new = self._storage_form(rt, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
-        if new == old:
+        if equal(new, old):
             return self.convert(rt, old)
         if dry_run:
             return self.convert(rt, new)
@@ -528,10 +527,7 @@ class ObjectStorage:
                 "",
                 [FieldError("FieldValueRequired", "fieldManager", detail="is required for apply patch")],
             )
-        try:
-            config = yaml.safe_load(raw.decode() if isinstance(raw, bytes) else raw)
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+        config = decode_yaml(raw, rt.kind)
         if not isinstance(config, dict):
             raise errors.bad_request("error decoding YAML: the applied configuration must be an object")
         if not config.get("apiVersion") or not config.get("kind"):
@@ -662,7 +658,7 @@ class ObjectStorage:
         return self._write_update(rt, old, new, None, False, admit=False)
 
     def _put_if_changed(self, rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if new != old:
+        if not equal(new, old):
             self.store.put(rt.key, new)
 
     def _grace(self, rt: ResourceType, pod: dict[str, Any], opts: DeleteOptions) -> int:

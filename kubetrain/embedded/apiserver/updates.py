@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import FieldError
-from .jsonutil import clone
+from .jsonutil import clone, equal
 
 POD_MUTABLE = (
     "pod updates may not change fields other than `spec.containers[*].image`,"
@@ -41,7 +41,7 @@ def _pod(old: dict[str, Any], new: dict[str, Any]) -> list[FieldError]:
         for fld in ("activeDeadlineSeconds", "terminationGracePeriodSeconds", "schedulingGates"):
             spec.pop(fld, None)
     old_tol, new_tol = a.pop("tolerations", None) or [], b.pop("tolerations", None) or []
-    if a != b or any(t not in new_tol for t in old_tol):
+    if not equal(a, b) or any(not any(equal(t, n) for n in new_tol) for t in old_tol):
         return [FieldError("FieldValueForbidden", "spec", detail=POD_MUTABLE)]
     return []
 
