@@ -33,6 +33,8 @@ from typing import Any, BinaryIO
 
 from kubetrain.embedded.apiserver import LogOptions, LogUnavailable
 
+from .recovery import LOST_REASON
+
 MAX_LINE = 16 * 1024
 FOLLOW_POLL = 0.05
 READ_CHUNK = 256 * 1024
@@ -245,9 +247,20 @@ class NodeLogProvider:
             log = files[-2]
         else:
             if not files:
-                raise LogUnavailable(
-                    f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
-                )
+                raise LogUnavailable(_no_log(pod, name, container))
             log = files[-1]
         async for chunk in read_log(log, options):
             yield chunk
+
+
+def _no_log(pod: dict[str, Any], name: str, container: str) -> str:
+    """Why a container has no log yet: not started, or lost with a previous node process."""
+    status = pod.get("status") or {}
+    for st in [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]:
+        terminated = (st.get("state") or {}).get("terminated") or {}
+        if st.get("name") == container and terminated.get("reason") == LOST_REASON:
+            return (
+                f'container "{container}" in pod "{name}" was lost with the node process that ran it '
+                "(ContainerStatusUnknown): its log went with that node's sandbox"
+            )
+    return f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'

@@ -85,6 +85,8 @@ async def test_pods_of_a_stopped_node_are_restarted_or_failed_by_their_restart_p
         )
         assert failed["status"]["message"] == POD_LOST_MESSAGE
         assert _statuses(failed)["main"]["restartCount"] == 0
+        async with api.session.get(f"{api.base_url}{core_path('pods', 'default', 'never', 'log')}") as r:
+            assert r.status >= 400 and "was lost with the node process that ran it" in await r.text()
 
         restarted = await wait_for(lambda: _running(api, "onfailure", 1), what="onfailure restarted")
         main = _statuses(restarted)["main"]
