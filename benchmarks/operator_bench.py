@@ -111,7 +111,16 @@ def run_operator(args: argparse.Namespace) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         await stop.wait()
         await manager.stop(drain_timeout=2.0)
-        print(json.dumps({"requests": client.requests_total, "retries": client.retries_total}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "requests": client.requests_total,
+                    "retries": client.retries_total,
+                    "connections": client.connections_opened,
+                }
+            ),
+            flush=True,
+        )
         await client.close()
 
     run_profiled(main, args.profile)
@@ -746,7 +755,8 @@ def report(
         print(f"{n:>6} {us['srv_raw']:>12} {us['srv_op']:>17} {us['cli']:>11} {us['op']:>9} {rest:>21}")
     if operator_final:
         print(
-            f"operator client: {operator_final['requests']} requests, {operator_final['retries']} retried "
+            f"operator client: {operator_final['requests']} requests on {operator_final['connections']} "
+            f"connections (each a TLS handshake), {operator_final['retries']} retried "
             f"(429s from API Priority and Fairness would show here); raw client: {RAW_429[1]} answers 429,"
             f" driver {RAW_429[0]}; driver watches the server ended early: {WATCH_RESTARTS[0]}"
         )

@@ -24,8 +24,10 @@ from urllib.parse import quote, urlsplit
 
 MAX_HEAD_BYTES = 1 << 20
 """A response head larger than this is refused: no API server sends one."""
-IDLE_SECONDS = 30.0
-"""An idle connection older than this is closed instead of reused (servers drop idle ones)."""
+IDLE_SECONDS = 60.0
+"""An idle connection older than this is closed instead of reused: servers drop idle ones, but
+late (kube-apiserver after 90 s, aiohttp's server after 75 s), and every connection dropped
+early is a TLS handshake the API server pays for again on the next burst of writes."""
 _TARGET_SAFE = "/:@!$&'()*+,;=-._~%?"
 """Characters left as they are in a request target: percent-escapes are kept, the rest quoted."""
 _NO_BODY_STATUSES = frozenset({204, 304})

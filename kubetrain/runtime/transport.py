@@ -148,6 +148,11 @@ class KubeClient:
             cfg.api_key_prefix = {"BearerToken": "Bearer"}
         return cls(cfg, **kwargs)
 
+    @property
+    def connections_opened(self) -> int:
+        """TCP (and TLS) connections the request pool opened: each is a handshake the server pays for."""
+        return self._pool.connections_opened if self._pool is not None else 0
+
     async def close(self) -> None:
         if self._pool is not None:
             self._pool.close()

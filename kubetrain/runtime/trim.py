@@ -84,7 +84,8 @@ def _intern_key(key: Any) -> Any:
 
 
 _share = Sharer()
-"""Equal ownerReferences and pod specs (a job's pods have the same) are stored once."""
+"""Equal ownerReferences, pod specs and pod conditions are stored once: a job's pods have the same
+owners and spec, and pods that changed state in the same second have the same conditions."""
 
 
 def _pick(src: JsonDict | None, keys: Iterable[str], as_is: frozenset[str] = frozenset()) -> JsonDict:
@@ -119,9 +120,9 @@ def trim_pod(pod: JsonDict) -> JsonDict:
     status = _pick(pod.get("status"), _POD_STATUS_KEYS)
     conditions = status.get("conditions")
     if type(conditions) is list:
-        status["conditions"] = [
-            {k: c[k] for k in _CONDITION_KEYS if k in c} if type(c) is dict else c for c in conditions
-        ]
+        status["conditions"] = _share(
+            [{k: c[k] for k in _CONDITION_KEYS if k in c} if type(c) is dict else c for c in conditions]
+        )
     return {
         "apiVersion": "v1",
         "kind": "Pod",

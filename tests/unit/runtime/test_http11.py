@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kubetrain.runtime.http11 import ConnectionPool, HTTPProtocolError, ServerDisconnected
+from kubetrain.runtime.http11 import IDLE_SECONDS, ConnectionPool, HTTPProtocolError, ServerDisconnected
 
 Handler = Callable[["Exchange"], Awaitable[None]]
 
@@ -286,3 +286,27 @@ def test_rejects_urls_it_cannot_serve() -> None:
         ConnectionPool("unix:///var/run/kube.sock")
     with pytest.raises(ValueError, match="no host"):
         ConnectionPool("http:///api")
+
+
+async def test_idle_connections_live_as_long_as_api_servers_keep_them(raw_server: Start) -> None:
+    """kube-apiserver keeps an idle connection 90 s (aiohttp's server 75 s): one reused after 45 s
+    saves the server a TLS handshake; one idle past IDLE_SECONDS is replaced before it is used."""
+
+    async def fine(exchange: Exchange) -> None:
+        exchange.writer.write(answer("200 OK", b"fine"))
+
+    def age_idle_connections(seconds: float) -> None:
+        for conn in pool._idle:
+            conn.idle_since -= seconds
+
+    server = await raw_server(fine)
+    pool = ConnectionPool(f"http://127.0.0.1:{server.port}")
+    await pool.request("GET", "/", {}, None, timeout=5)
+    age_idle_connections(45)
+    await pool.request("GET", "/", {}, None, timeout=5)
+    assert server.connections == 1
+    age_idle_connections(IDLE_SECONDS + 1)
+    await pool.request("GET", "/", {}, None, timeout=5)
+    assert server.connections == 2
+    assert 45 < IDLE_SECONDS < 75
+    pool.close()

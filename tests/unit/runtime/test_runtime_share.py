@@ -114,3 +114,14 @@ def test_pod_conditions_keep_what_the_reconciler_reads() -> None:
         "message": "no nodes available to schedule pods",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
+
+
+def test_pods_that_changed_state_together_share_their_conditions() -> None:
+    a, b = trim_pod(pod("a")), trim_pod(pod("b"))
+    assert a["status"]["conditions"] is b["status"]["conditions"]
+    later = pod("c")
+    later["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:01Z"
+    c = trim_pod(later)
+    assert c["status"]["conditions"] is not a["status"]["conditions"]
+    assert c["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:01Z"
+    assert a["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
