@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,13 @@ from .logs import ContainerLogs, NodeLogProvider
 from .network import DEFAULT_POD_CIDR, HOST_IP, PodCIDRLease, PodNetwork, ServiceEntry
 from .nodestatus import NodeStatusReporter
 from .podworker import PodWorker
+from .process import GUARDIAN
 from .sandbox import NodeRoot
 
 log = logging.getLogger(__name__)
+
+GUARDIAN_EXIT_SECONDS = 5.0
+"""How long a clean stop waits for the guardian's last sweep (it takes milliseconds)."""
 
 JsonDict = dict[str, Any]
 
@@ -129,6 +134,10 @@ class NodeAgent:
         if self.kubelet_server is not None:
             await self.kubelet_server.stop()
         await self.exec_service.stop()
+        guardian = GUARDIAN.retire()
+        if guardian is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(guardian.wait, GUARDIAN_EXIT_SECONDS)
         with contextlib.suppress(Exception):
             await self._post_status(
                 {"conditions": self.reporter.conditions(False, "kubetrain node agent stopped")}

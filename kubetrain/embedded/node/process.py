@@ -192,8 +192,21 @@ class _Guardian:
     def _alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def retire(self) -> subprocess.Popen[bytes] | None:
+        """On a clean stop, once no container of this process runs: close the pipe and return the
+        guardian to wait for (it sweeps once, finds nothing, exits), so that nothing of the node
+        outlives it. A later container start makes a new one."""
+        if LIVE_TAGS or self._fd is None or self._owner != os.getpid():
+            return None
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        proc, self._proc, self._pid, self._fd = self._proc, None, None, None
+        return proc
+
 
 GUARDIAN = _Guardian()
+LIVE_TAGS: set[str] = set()
+"""Tags of this process's container instances that have not exited yet."""
 
 
 def _start_error(err: OSError, argv: list[str], cwd: str) -> StartError:
@@ -261,6 +274,7 @@ class ContainerProcess:
             log.done = True
 
         closer = asyncio.create_task(close_when_drained())
+        LIVE_TAGS.add(tag)
         return cls(proc, log, [*pumps, closer], tag)
 
     async def _exit_status(self) -> int:
@@ -283,6 +297,7 @@ class ContainerProcess:
         rc = await self._exit_status()
         self.finished_at = time.time()
         self.exit_code = 128 - rc if rc < 0 else rc
+        LIVE_TAGS.discard(self.tag)
         _killpg(self.pid, signal.SIGKILL)  # the container is over: so is everything it started,
         if self.tag:  # including what left the group (setsid, double fork)
             await SWEEPER.signal(self.tag, signal.SIGKILL)

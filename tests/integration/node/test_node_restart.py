@@ -4,7 +4,8 @@ The previous process's containers are gone (a stop or the guardian killed them) 
 still shows them running: Never pods are Failed with every lost container ContainerStatusUnknown
 (137); OnFailure and Always pods run again with restartCount + 1 and the lost instance in
 lastState; a container that already completed under OnFailure is not run again. And a node's
-temporary root left behind by a SIGKILL is removed by the next node, never a live node's.
+temporary root left behind by a SIGKILL is removed by the next node, never a live node's; a clean
+stop waits for the node's guardian process to be gone.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI
 from kubetrain.embedded.node.kubeapi import core_path
+from kubetrain.embedded.node.process import NODE_TOKEN, TAG_ENV
 from kubetrain.embedded.node.recovery import LOST_MESSAGE, POD_LOST_MESSAGE
 from kubetrain.embedded.node.sandbox import OWNER_FILE, PREFIX, NodeRoot
 
@@ -145,3 +147,37 @@ def test_the_root_of_a_killed_node_is_removed_by_the_next_one_and_a_live_one_kep
     assert kept.is_dir()  # a SIGKILLed holder leaves it for the next node to remove
     NodeRoot().release()
     assert not kept.exists()
+
+
+def _guardians() -> list[int]:
+    """This test process's guardian(s), by the tag prefix on their command line."""
+    needle = f"{TAG_ENV}={NODE_TOKEN}.".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if entry.isdigit() and needle in fh.read().split(b"\0") and _alive(int(entry)):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def test_a_clean_stop_waits_for_the_guardian_to_be_gone(
+    server: EmbeddedAPIServer, api: KubeAPI, tmp_path: Path
+) -> None:
+    """It outlived `kubetrain up` by its last sweep: a user's check for leftovers found it."""
+    node = await make_agent(server, api, tmp_path, shutdown_grace=0.5)
+    await create(api, pod("guarded", container("main", SLEEP)))
+    await wait_for(lambda: _running(api, "guarded", 0), what="guarded running")
+    assert _guardians()
+    await node.stop()
+    assert _guardians() == []
