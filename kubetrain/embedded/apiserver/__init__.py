@@ -1,4 +1,5 @@
-"""A Kubernetes-compatible API server in memory, for the single-machine control plane and tests.
+"""A Kubernetes-compatible API server in memory, for the single-machine control plane and tests;
+optionally kept in a SQLite file across restarts (``state_file``, see ``persistence``).
 
 Generic by design: it knows the built-in kinds and learns custom kinds from the
 CustomResourceDefinitions posted to it, like kube-apiserver.
