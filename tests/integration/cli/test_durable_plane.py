@@ -6,8 +6,8 @@ same directory comes back with the jobs (same uids), their status and events and
 resourceVersions continue above the old ones and a watch from an old one is 410 Expired; the
 killed plane's node sandbox is gone; the Never pod is Failed (its container ContainerStatusUnknown,
 exit code 137) and so is its job, the OnFailure pod runs again with restartCount 1. A clean stop
-and start restarts it once more, and a second `kubetrain up` on a directory in use is refused
-naming the pid that holds it.
+and start restarts it once more, `--reset` starts empty, and a second `kubetrain up` on a
+directory in use is refused naming the pid that holds it.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class Up:
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
 
-    def argv(self, kubeconfig: Path) -> list[str]:
+    def argv(self, kubeconfig: Path, *extra: str) -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -120,19 +120,24 @@ class Up:
             str(kubeconfig),
             "--workdir",
             str(self.tmp),
+            *extra,
         ]
 
     @property
     def env(self) -> dict[str, str]:
         return {**os.environ, "PYTHONPATH": str(REPO)}
 
-    async def start(self) -> KubeClient:
+    async def start(self, *extra: str) -> KubeClient:
         self.runs += 1
         self.log = self.tmp / f"up-{self.runs}.log"
         before = self.kubeconfig.read_text() if self.kubeconfig.exists() else ""
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                self.argv(self.kubeconfig), stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=self.env
+                self.argv(self.kubeconfig, *extra),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env=self.env,
             )
 
         async def serving() -> KubeClient | None:
@@ -290,6 +295,14 @@ async def test_a_sigkilled_plane_comes_back_with_its_jobs_and_accounts_for_its_p
         assert up.interrupt() == 0, up.output()
         for pid in pod_processes(marker):
             os.kill(pid, signal.SIGKILL)
+
+    kube = await up.start("--reset")
+    try:
+        jobs, _ = await kube.list("kubeflow.org/v1", "TFJob")
+        assert jobs == []
+    finally:
+        await kube.close()
+        assert up.interrupt() == 0, up.output()
 
 
 async def _two(marker: str) -> dict[int, dict[str, str]] | None:
