@@ -141,7 +141,9 @@ class LocalPlane:
         self.node_name = node_name
         self.operator_workers = operator_workers
         try:
-            self.server = EmbeddedAPIServer(admission=[kubeflow_admission], state_file=state_file)
+            self.server = EmbeddedAPIServer(
+                admission=[kubeflow_admission], state_file=state_file, plain_http=True
+            )
         except PersistenceError as exc:
             raise PlaneError(str(exc)) from None
         self.manager: Manager | None = None
@@ -158,8 +160,8 @@ class LocalPlane:
 
     @property
     def token(self) -> str:
-        """The API server's bearer token: every piece of the plane authenticates with it (and
-        trusts the server's CA, `server.ca_file`)."""
+        """The API server's bearer token: every piece of the plane authenticates with it, over
+        the server's `plain_url` (users: over TLS, `url`, with the kubeconfig)."""
         return self.server.token
 
     async def start(self) -> None:
@@ -171,7 +173,7 @@ class LocalPlane:
                     f"cannot listen on 127.0.0.1:{self.port}: {exc.strerror or exc} "
                     "(pick another --port, or 0 for a free one)"
                 ) from None
-            self._kube = KubeClient.for_url(self.url, self.token, self.server.ca_file, qps=0)
+            self._kube = KubeClient.for_url(self.server.plain_url, self.token, qps=0)
             config = RuntimeConfig(
                 install_crds=True,
                 workers=self.operator_workers,
@@ -180,7 +182,7 @@ class LocalPlane:
             )
             self.manager = Manager(self._kube, config, crd_manifests=crd_manifests())
             await self.manager.start()
-            self._node_api = KubeAPI(self.url, token=self.token, ssl_context=self.server.client_ssl_context())
+            self._node_api = KubeAPI(self.server.plain_url, token=self.token)
             self.binder = Binder(self._node_api)
             self.jobs = JobController(self._node_api)
             try:
@@ -203,7 +205,7 @@ class LocalPlane:
             raise
 
     def client(self, namespace: str = "default") -> AsyncClient:
-        return AsyncClient.for_url(self.url, namespace, self.token, self.server.ca_file)
+        return AsyncClient.for_url(self.server.plain_url, namespace, self.token)
 
     async def ensure_namespace(self, namespace: str) -> None:
         assert self._kube is not None

@@ -69,7 +69,8 @@ class EmbeddedAPIServer:
     ``state_file`` keeps every object in that SQLite file (see ``persistence``): a server made
     with the same file later starts with them, resourceVersions continuing above the old ones.
 
-    It serves HTTPS with a CA of its own (``tls``), and every request needs
+    It serves HTTPS with a CA of its own (``tls``; ``plain_http`` adds `plain_url` for in-process
+    clients), and every request needs
     ``Authorization: Bearer <server.token>`` (``access``): a fresh random token and CA per server,
     which ``write_kubeconfig`` writes into the kubeconfig; in-process clients take ``token`` and
     ``ca_file`` (or ``client_ssl_context()``) from this object.
@@ -86,6 +87,7 @@ class EmbeddedAPIServer:
         converters: dict[str, Converter] | None = None,
         admission: list[AdmissionPlugin] | None = None,
         state_file: Path | None = None,
+        plain_http: bool = False,
     ) -> None:
         self.store = Store(history_size)
         self.catalog = ResourceCatalog()
@@ -104,6 +106,8 @@ class EmbeddedAPIServer:
         self.token = secrets.token_urlsafe(32)
         self._tls: ServingTLS | None = None
         self._ca_dir: Path | None = None
+        self._plain_http = plain_http
+        self._plain_port = 0
         self._journal: Journal | None = None
         if state_file is not None:
             self._journal = Journal(state_file)
@@ -150,6 +154,10 @@ class EmbeddedAPIServer:
         server = site._server
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         self._host, self._port = host, server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        if self._plain_http:
+            plain = web.TCPSite(self._runner, host, 0, backlog=1024)
+            await plain.start()
+            self._plain_port = plain._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._loop = asyncio.get_running_loop()
         # The OpenAPI schemas field validation needs: decompressed off the loop, not on a first write.
         self._loop.run_in_executor(None, builtin_data)
@@ -195,6 +203,17 @@ class EmbeddedAPIServer:
     @property
     def port(self) -> int:
         return self._port
+
+    @property
+    def plain_url(self) -> str:
+        """With ``plain_http``: a second, plain-HTTP listener on the same loopback address, with
+        the same checks and token, for clients in this process. TLS costs the one-loop server ~40%
+        of its create rate, and what TLS adds on loopback (privacy of the token) is kept from other
+        users anyway: only root can read loopback traffic, and root can read the kubeconfig."""
+        if not self._plain_port:
+            raise RuntimeError("the server is not started with plain_http")
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._plain_port}"
 
     @property
     def ca_pem(self) -> bytes:

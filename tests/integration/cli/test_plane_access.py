@@ -1,7 +1,8 @@
 """What a running local plane exposes to the rest of the machine, and who can use it.
 
-The plane listens on one TCP port, the API server's (HTTPS, token required); the node's exec
-endpoint is a Unix socket in a private directory; the kubeconfig is 0600. As root, the test also
+The plane listens on the API server's two loopback ports only (HTTPS for users, plain HTTP for
+its own components; the same token and checks on both); the node's exec endpoint is a Unix socket
+in a private directory; the kubeconfig is 0600. As root, the test also
 plays another local user (``nobody``): no token, no kubeconfig, no exec socket. Every client of
 ours still gets in with what it is given: the plane's own client and a kubeconfig-based one.
 """
@@ -14,6 +15,7 @@ import os
 import stat
 from pathlib import Path
 
+import aiohttp
 import pytest
 from cli_plane import pytorchjob
 
@@ -26,18 +28,19 @@ SYSTEM_PYTHON = Path("/usr/bin/python3")
 # Run as `nobody`: what can another local user do with the plane?
 INTRUDER = r"""
 import json, socket, ssl, sys, urllib.error, urllib.request
-url, kubeconfig, exec_socket = sys.argv[1:]
+kubeconfig, exec_socket, *urls = sys.argv[1:]
 out = {}
 ctx = ssl.create_default_context()
 ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-for name, path, data in [("list_secrets", "/api/v1/secrets", None),
-                         ("create_pod", "/api/v1/namespaces/default/pods", b'{"metadata":{"name":"x"}}')]:
-    req = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
-            out[name] = resp.status
-    except urllib.error.HTTPError as err:
-        out[name] = err.code
+for url in urls:
+    for name, path, data in [("list_secrets", "/api/v1/secrets", None),
+                             ("create_pod", "/api/v1/namespaces/default/pods", b'{"metadata":{"name":"x"}}')]:
+        req = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
+                out[f"{name} {url[:5]}"] = resp.status
+        except urllib.error.HTTPError as err:
+            out[f"{name} {url[:5]}"] = err.code
 try:
     open(kubeconfig).read()
     out["read_kubeconfig"] = "read"
@@ -93,9 +96,16 @@ async def plane(tmp_path: Path) -> LocalPlane:
         await plane.stop()
 
 
-async def test_the_plane_listens_on_the_api_server_port_only(plane: LocalPlane) -> None:
-    assert plane.listened == {plane.server.port}  # type: ignore[attr-defined]
-    assert plane.url.startswith("https://127.0.0.1:")
+async def test_the_plane_listens_on_the_api_server_ports_only(plane: LocalPlane) -> None:
+    plain = plane.server.plain_url
+    assert plane.url.startswith("https://127.0.0.1:") and plain.startswith("http://127.0.0.1:")
+    assert plane.listened == {plane.server.port, int(plain.rsplit(":", 1)[1])}  # type: ignore[attr-defined]
+    async with aiohttp.ClientSession() as session:
+        attack = {"Host": "evil.example", "Authorization": f"Bearer {plane.token}"}
+        async with session.get(plain + "/api/v1/secrets", headers=attack) as resp:
+            assert resp.status == 403
+        async with session.get(plain + "/api/v1/secrets", headers={"Origin": "http://evil.example"}) as resp:
+            assert resp.status == 403
     assert plane.agent is not None and plane.agent.kubelet_server is None
     sock = plane.agent.exec_service.socket_path
     assert stat.S_ISSOCK(sock.stat().st_mode) and stat.S_IMODE(sock.stat().st_mode) == 0o600
@@ -135,9 +145,10 @@ async def test_another_local_user_gets_nothing(plane: LocalPlane, tmp_path: Path
         "-I",
         "-c",
         INTRUDER,
-        plane.url,
         str(kubeconfig),
         str(plane.agent.exec_service.socket_path),
+        plane.url,
+        plane.server.plain_url,
         user=NOBODY,
         group=NOBODY,
         extra_groups=[],
@@ -148,8 +159,10 @@ async def test_another_local_user_gets_nothing(plane: LocalPlane, tmp_path: Path
     stdout, stderr = await asyncio.wait_for(intruder.communicate(), 30)
     assert intruder.returncode == 0, stderr.decode()
     assert json.loads(stdout) == {
-        "list_secrets": 401,
-        "create_pod": 401,
+        "list_secrets https": 401,
+        "create_pod https": 401,
+        "list_secrets http:": 401,
+        "create_pod http:": 401,
         "read_kubeconfig": "PermissionError",
         "exec_socket": "PermissionError",
     }
