@@ -82,6 +82,11 @@ class Journal:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._reserved = self._check_schema()
+        except sqlite3.OperationalError as exc:  # cannot open, read-only, locked by someone else...
+            raise PersistenceError(
+                f"{path}: cannot use the state file ({exc}); check it and its directory's "
+                "permissions, or keep the state elsewhere (--data-dir)"
+            ) from None
         except sqlite3.DatabaseError as exc:
             raise _refuse(path, f"not a kubetrain state database ({exc})") from None
         self._cond = threading.Condition()

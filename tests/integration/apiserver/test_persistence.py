@@ -133,3 +133,11 @@ def test_a_file_that_is_not_a_state_database_is_refused(tmp_path: Path) -> None:
     state.write_text("not sqlite at all " * 100)
     with pytest.raises(PersistenceError, match="not a kubetrain state database"):
         EmbeddedAPIServer(state_file=state)
+
+
+def test_a_state_file_that_cannot_be_opened_says_so(tmp_path: Path) -> None:
+    state = tmp_path / "plane.db"
+    state.mkdir()  # a directory where the file should be
+    with pytest.raises(PersistenceError, match="cannot use the state file") as exc:
+        EmbeddedAPIServer(state_file=state)
+    assert str(state) in str(exc.value)
