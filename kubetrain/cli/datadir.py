@@ -21,7 +21,11 @@ STATE_FILE = "plane.db"
 LOCK_FILE = "plane.lock"
 
 
-class DataDirInUse(KubetrainError):
+class DataDirError(KubetrainError):
+    """The data directory cannot be used."""
+
+
+class DataDirInUse(DataDirError):
     """Another plane runs on this data directory."""
 
 
@@ -45,9 +49,15 @@ class DataDirLock:
         self._fd = -1
 
     def __enter__(self) -> DataDirLock:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.directory / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise DataDirError(
+                f"cannot use the data directory {self.directory}: {exc.strerror or exc} "
+                "(pass another --data-dir)"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.cli.datadir import STATE_FILE, DataDirInUse, DataDirLock, default_data_dir, state_files
+from kubetrain.cli.datadir import (
+    STATE_FILE,
+    DataDirError,
+    DataDirInUse,
+    DataDirLock,
+    default_data_dir,
+    state_files,
+)
 
 
 def test_the_default_data_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -35,3 +42,12 @@ def test_reset_deletes_the_state_and_its_sqlite_companions(tmp_path: Path) -> No
         lock.reset()
         assert not any(p.exists() for p in state_files(tmp_path))
         assert (tmp_path / STATE_FILE).parent.is_dir()
+
+
+def test_a_data_dir_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with (
+        pytest.raises(DataDirError, match=r"cannot use the data directory .*--data-dir"),
+        DataDirLock(tmp_path / "file" / "d"),
+    ):
+        pass
