@@ -76,24 +76,34 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise self._unusable(exc) from None
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._reserved = self._check_schema()
-        except sqlite3.OperationalError as exc:  # cannot open, read-only, locked by someone else...
-            raise PersistenceError(
-                f"{path}: cannot use the state file ({exc}); check it and its directory's "
-                "permissions, or keep the state elsewhere (--data-dir)"
-            ) from None
-        except sqlite3.DatabaseError as exc:
-            raise _refuse(path, f"not a kubetrain state database ({exc})") from None
+        except BaseException as exc:
+            self._db.close()
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._unusable(exc) from None
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise _refuse(path, f"not a kubetrain state database ({exc})") from None
+            raise
         self._cond = threading.Condition()
         self._pending: dict[ObjKey, dict[str, Any] | None] = {}
         self._reserve_to = self._reserved
         self._closing = False
         self._thread: threading.Thread | None = None
+
+    def _unusable(self, exc: Exception) -> PersistenceError:
+        """Cannot open, read-only, locked by someone else..."""
+        return PersistenceError(
+            f"{self.path}: cannot use the state file ({exc}); check it and its directory's "
+            "permissions, or keep the state elsewhere (--data-dir)"
+        )
 
     def _check_schema(self) -> int:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
