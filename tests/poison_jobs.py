@@ -114,15 +114,31 @@ class Recipe:
     value: Any
     depth: int
 
-    def apply(self, bases: list[dict[str, Any]]) -> dict[str, Any]:
+    def apply(self, bases: list[dict[str, Any]], leaf: Any = None) -> dict[str, Any]:
+        """The poisoned job; `leaf` (if given) stands in for the value, unburied."""
         doc = copy.deepcopy(bases[self.base])
         node: Any = doc
         for key in self.path[:-1]:
             node = node[key]
         last = self.path[-1]
         if isinstance(node, dict) or (isinstance(node, list) and isinstance(last, int) and last < len(node)):
-            node[last] = nested(self.depth, self.value) if self.depth else self.value
+            if leaf is not None:
+                node[last] = leaf
+            else:
+                node[last] = nested(self.depth, self.value) if self.depth else self.value
         return doc
+
+    def encode(self, bases: list[dict[str, Any]]) -> bytes:
+        """`jsonsafe.dumps(self.apply(bases))`, with the deep value spliced in as text: building
+        and encoding 5,000 levels in Python would cost the test more than the server."""
+        raw = jsonsafe.dumps(self.apply(bases, _MARKER))
+        value = jsonsafe.dumps(self.value)
+        opens = "".join("[" if i % 3 else '{"k":' for i in reversed(range(self.depth)))
+        closes = "".join("]" if i % 3 else "}" for i in range(self.depth))
+        return raw.replace(b'"%s"' % _MARKER.encode(), opens.encode() + value + closes.encode(), 1)
+
+
+_MARKER = "kubetrain-fuzz-value-7f3a"
 
 
 def recipes(bases: list[dict[str, Any]], kinds: dict[KindVersion, list[int]] | None = None) -> Any:
@@ -149,9 +165,8 @@ BODY_DAMAGE = ("none", "none", "none", "lone-surrogate", "invalid-utf8", "too-de
 """How the encoded body is damaged (mostly not: the value poisons it already)."""
 
 
-def damaged_body(doc: dict[str, Any], damage: str) -> tuple[bytes, str]:
-    """The bytes and the Content-Type of `doc` as a broken client would send them."""
-    raw = jsonsafe.dumps(doc)
+def damaged_body(raw: bytes, damage: str) -> tuple[bytes, str]:
+    """The bytes and the Content-Type of a job as a broken client would send them."""
     content_type = "application/json"
     if damage == "lone-surrogate":
         raw = raw.replace(b'":"', b'":"\\ud800', 1)
