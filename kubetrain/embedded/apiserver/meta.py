@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import random
 import re
 import time
@@ -177,11 +179,36 @@ def config_key_errors(key: str) -> list[str]:
     return errs
 
 
+MAX_DATA_BYTES = 1024 * 1024
+"""core.MaxSecretSize: the data of a ConfigMap or a Secret, values only (binaryData decoded)."""
+
+
+_BINARY = {("ConfigMap", "binaryData"), ("Secret", "data")}
+
+
+def _value_size(kind: str, fld: str, value: Any) -> int:
+    """Bytes of one value as Go counts them: decoded for []byte fields (base64 on the wire)."""
+    if not isinstance(value, str):
+        return 0
+    if (kind, fld) in _BINARY:
+        with contextlib.suppress(ValueError):
+            return len(base64.b64decode(value, validate=True))
+    return len(value.encode())
+
+
 def data_key_errors(group: str, kind: str, obj: dict[str, Any]) -> list[FieldError]:
-    """ValidateConfigMap's and ValidateSecret's key checks (the decoder already refused non-maps)."""
+    """ValidateConfigMap's and ValidateSecret's key and size checks (the decoder already refused
+    non-maps)."""
     errs: list[FieldError] = []
+    size = 0
     for fld in _DATA_KEYS.get((group, kind), ()):
         data = obj.get(fld)
-        for key in data if isinstance(data, dict) else ():
+        for key, value in data.items() if isinstance(data, dict) else ():
             errs += [FieldError("FieldValueInvalid", f"{fld}[{key}]", key, m) for m in config_key_errors(key)]
+            size += _value_size(kind, fld, value)
+    if size > MAX_DATA_BYTES:
+        where = "[]" if kind == "ConfigMap" else "data"  # kube's empty path prints as "[]"
+        errs.append(
+            FieldError("FieldValueTooLong", where, None, f"may not be more than {MAX_DATA_BYTES} bytes")
+        )
     return errs

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from .helpers import NS, Http, WidgetKind, names
 
 UNRECOGNIZED = "the object provided is unrecognized (must be of type ConfigMap): "
@@ -170,3 +172,24 @@ async def test_a_body_over_3_mib_is_413_and_stores_nothing(http: Http, ns: NS) -
         "PATCH", f"{ns.configmaps}/small", raw=raw, content_type="application/merge-patch+json"
     )
     assert status == 413 and body["message"] == "Request entity too large: limit is 3145728"
+
+
+async def test_configmap_data_over_1_mib_is_invalid(http: Http, ns: NS) -> None:
+    raw = json.dumps({"metadata": {"name": "big"}, "data": {"a": "x" * (1024 * 1024 + 1)}}).encode()
+    status, body = await post_raw(http, ns.configmaps, raw)
+    assert status == 422, body
+    assert body["message"] == 'ConfigMap "big" is invalid: []: Too long: may not be more than 1048576 bytes'
+    await assert_nothing_stored(http, ns)
+
+
+@pytest.mark.deliberate_difference(
+    "no etcd behind the embedded server: it stores objects up to the 3 MiB request limit"
+)
+async def test_an_object_over_etcds_request_limit_is_refused(http: Http, widgets: WidgetKind) -> None:
+    """kube-apiserver hands etcd a serialized object over its 1.5 MiB --max-request-bytes and
+    answers etcd's refusal as a 500; nothing is stored."""
+    obj = widgets.obj("huge", template={"blob": "x" * (1536 * 1024)})
+    status, body, _ = await http.post(widgets.collection, obj)
+    assert status == 500 and body["message"] == "etcdserver: request is too large"
+    status, _, _ = await http.get(widgets.path(name="huge"))
+    assert status == 404
