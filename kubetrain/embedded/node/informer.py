@@ -109,6 +109,9 @@ class Informer:
                     else:
                         self.items[key] = obj
                     await self._emit(str(kind), obj)
+                    # A burst of buffered events is read without suspending: yield between them so
+                    # that 10,000 Service events do not hold the one event loop for their whole run.
+                    await asyncio.sleep(0)
             except asyncio.CancelledError:
                 raise
             except ApiError as err:
