@@ -18,6 +18,13 @@ cannot start.
 
 Binds are remembered ("assumed") until the watch shows them, so a burst of pods never
 over-commits a node between a bind and its watch event.
+
+Like kube-scheduler's unschedulable queue, a pod that did not fit is tried again only after
+something that may make room: a pod on a node finished or went away, a node or PodGroup changed,
+or the periodic resync. Other events (the scheduler's own status writes, a pod starting) cost no
+pass, so a 10,000-replica job on a 110-pod node is not re-placed on each of its pods' updates; a
+pass waits twice its own duration before the next one, so the binder takes at most a third of
+the event loop it shares with the API server and the node.
 """
 
 from __future__ import annotations
@@ -94,6 +101,15 @@ def _mine(pod: JsonDict) -> bool:
     return (pod.get("spec") or {}).get("schedulerName") in (None, "", DEFAULT_SCHEDULER)
 
 
+def _holds_capacity(kind: str, pod: JsonDict) -> bool:
+    """Whether the pod counts against its node's capacity (bound and not finished)."""
+    return kind != "DELETED" and bool((pod.get("spec") or {}).get("nodeName")) and _is_active(pod)
+
+
+WRITES_IN_FLIGHT = 32
+"""Binds and Unschedulable reports of one pass sent at once (kube-scheduler binds concurrently)."""
+
+
 @dataclass
 class NodeView:
     """A node's free capacity during one scheduling pass."""
@@ -149,10 +165,14 @@ class Binder:
         self._wake = asyncio.Event()
         self._assumed: dict[str, str] = {}  # pod uid -> node, until the watch shows the binding
         self._reported: dict[str, str] = {}  # pod uid -> last Unschedulable message written
-        self._pods = Informer(api, core_path("pods"), self._changed)
-        self._nodes = Informer(api, core_path("nodes"), self._changed)
+        self._requests: dict[str, dict[str, Fraction]] = {}  # pod uid -> pod_requests (immutable)
+        self._holding: set[str] = set()  # uids of pods that hold node capacity
+        self._fresh: set[str] = set()  # uids of pending pods no pass has tried yet
+        self._room = True  # capacity may have freed since the last pass: retry every pending pod
+        self._pods = Informer(api, core_path("pods"), self._pod_changed)
+        self._nodes = Informer(api, core_path("nodes"), self._cluster_changed)
         self._groups = [
-            Informer(api, group_path(g, v, "podgroups"), self._changed, optional=True)
+            Informer(api, group_path(g, v, "podgroups"), self._cluster_changed, optional=True)
             for g, v in PODGROUP_APIS
         ]
         self._task: asyncio.Task[None] | None = None
@@ -171,29 +191,56 @@ class Binder:
         for inf in (self._pods, self._nodes, *self._groups):
             await inf.stop()
 
-    def _changed(self, kind: str, obj: JsonDict) -> None:
-        uid = (obj.get("metadata") or {}).get("uid", "")
+    def _pod_changed(self, kind: str, obj: JsonDict) -> None:
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid", "")
         if kind == "DELETED" or (obj.get("spec") or {}).get("nodeName"):
             self._assumed.pop(uid, None)
+            self._fresh.discard(uid)
         if kind == "DELETED":
             self._reported.pop(uid, None)
+            self._requests.pop(uid, None)
+        if _holds_capacity(kind, obj):
+            self._holding.add(uid)
+        elif uid in self._holding:
+            self._holding.discard(uid)
+            self._room = True
+            self._wake.set()
+        elif kind == "ADDED" and not (obj.get("spec") or {}).get("nodeName") and _mine(obj):
+            self._fresh.add(uid)
+            self._wake.set()
+
+    def _cluster_changed(self, kind: str, obj: JsonDict) -> None:
+        self._room = True
         self._wake.set()
 
+    def _requests_of(self, pod: JsonDict) -> dict[str, Fraction]:
+        uid = pod["metadata"].get("uid", "")
+        req = self._requests.get(uid)
+        if req is None:
+            req = self._requests[uid] = pod_requests(pod)
+        return req
+
     async def _loop(self) -> None:
+        pause = 0.01
         while True:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel that arrives
             # as the event is set (pods deleted while the plane stops), and stop() then hung forever.
-            with contextlib.suppress(TimeoutError):
+            try:
                 async with asyncio.timeout(self.resync_interval):
                     await self._wake.wait()
+            except TimeoutError:
+                self._room = True
             self._wake.clear()
-            await asyncio.sleep(0.01)  # let a burst of creates land, then place them together
+            await asyncio.sleep(pause)  # let a burst of creates land, then place them together
+            started = time.monotonic()
             try:
                 await self.schedule_once()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("scheduling pass failed")
+            pause = max(0.01, 2 * (time.monotonic() - started))
 
     # -- one pass ------------------------------------------------------------------------------
 
@@ -219,7 +266,7 @@ class Binder:
                 pod["metadata"].get("uid", "")
             )
             if node_name in views and _is_active(pod):
-                views[node_name].take(pod_requests(pod))
+                views[node_name].take(self._requests_of(pod))
         return sorted(views.values(), key=lambda v: v.name)
 
     def _min_member(self, namespace: str, group: str, members: int) -> int:
@@ -230,8 +277,10 @@ class Binder:
         return members
 
     async def schedule_once(self) -> None:
+        """Place the pending pods worth a try (all of them after room was made, else new ones)."""
+        retry_all, fresh = self._room, self._fresh
+        self._room, self._fresh = False, set()
         pods = list(self._pods.items.values())
-        nodes = self._node_views(pods)
         pending = [
             p
             for p in pods
@@ -241,6 +290,21 @@ class Binder:
             and _is_active(p)
             and _mine(p)
         ]
+        if not retry_all:  # a gang is tried whole when one of its members is new
+            new_gangs = {
+                (p["metadata"].get("namespace", ""), g)
+                for p in pending
+                if p["metadata"].get("uid") in fresh and (g := gang_of(p))
+            }
+            pending = [
+                p
+                for p in pending
+                if p["metadata"].get("uid") in fresh
+                or (new_gangs and (p["metadata"].get("namespace", ""), gang_of(p)) in new_gangs)
+            ]
+        if not pending:
+            return
+        nodes = self._node_views(pods)
         pending.sort(
             key=lambda p: (
                 -int((p.get("spec") or {}).get("priority") or 0),
@@ -279,7 +343,7 @@ class Binder:
         chosen: list[tuple[JsonDict, str]] = []
         reasons: Counter[str] = Counter()
         for pod in members:
-            req = pod_requests(pod)
+            req = self._requests_of(pod)
             why: Counter[str] = Counter()
             for view in trial:
                 misfit = view.misfit(pod, req)
@@ -303,33 +367,44 @@ class Binder:
             plan.reject.extend((p, msg) for p in unplaced)
 
     async def _apply(self, plan: _Pass) -> None:
-        for pod, node in plan.bind:
-            meta = pod["metadata"]
-            body = {
-                "apiVersion": "v1",
-                "kind": "Binding",
-                "metadata": {
-                    "name": meta["name"],
-                    "namespace": meta.get("namespace"),
-                    "uid": meta.get("uid"),
-                },
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-            }
-            try:
-                await self.api.create(core_path("pods", meta.get("namespace"), meta["name"], "binding"), body)
-            except ApiError as err:
-                log.debug("binding %s/%s failed: %s", meta.get("namespace"), meta["name"], err)
-                continue
-            self._assumed[meta.get("uid", "")] = node
-            self._reported.pop(meta.get("uid", ""), None)
-            await self._event(
-                pod,
-                "Normal",
-                "Scheduled",
-                f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {node}",
-            )
-        for pod, message in plan.reject:
-            await self._report_unschedulable(pod, message)
+        slots = asyncio.Semaphore(WRITES_IN_FLIGHT)
+
+        async def bounded(write: Any) -> None:
+            async with slots:
+                await write
+
+        await asyncio.gather(
+            *(bounded(self._bind(pod, node)) for pod, node in plan.bind),
+            *(bounded(self._report_unschedulable(pod, message)) for pod, message in plan.reject),
+        )
+
+    async def _bind(self, pod: JsonDict, node: str) -> None:
+        meta = pod["metadata"]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+            },
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        self._assumed[meta.get("uid", "")] = node  # before the watch can show it: no double booking
+        try:
+            await self.api.create(core_path("pods", meta.get("namespace"), meta["name"], "binding"), body)
+        except ApiError as err:
+            log.debug("binding %s/%s failed: %s", meta.get("namespace"), meta["name"], err)
+            self._assumed.pop(meta.get("uid", ""), None)
+            self._room = True  # what it held in this pass is free again
+            return
+        self._reported.pop(meta.get("uid", ""), None)
+        await self._event(
+            pod,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {node}",
+        )
 
     async def _report_unschedulable(self, pod: JsonDict, message: str) -> None:
         meta = pod["metadata"]
