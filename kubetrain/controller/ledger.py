@@ -32,6 +32,12 @@ from kubetrain.controller.pods import restart_count
 class RestartLedger:
     restarts: int = 0
     restarting_pods: list[str] = field(default_factory=list)
+    _restarting: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    """`restarting_pods` as a set: every pod of a plan is looked up, and a job whose 10,000 pods
+    all restart would otherwise scan a 10,000-long list per pod."""
+
+    def __post_init__(self) -> None:
+        self._restarting = set(self.restarting_pods)
 
     @classmethod
     def read(cls, status: JobStatus) -> RestartLedger:
@@ -50,15 +56,16 @@ class RestartLedger:
         status.kubetrain = None if empty else stored
 
     def is_restarting(self, pod: JsonDict) -> bool:
-        return meta(pod).get("uid") in self.restarting_pods
+        return bool(self._restarting) and meta(pod).get("uid") in self._restarting
 
     def record_restart(self, pod: JsonDict) -> None:
         uid = meta(pod).get("uid")
-        if isinstance(uid, str) and uid in self.restarting_pods:
+        if isinstance(uid, str) and uid in self._restarting:
             return
         self.restarts += 1 + restart_count(pod)
         if isinstance(uid, str) and uid:
             self.restarting_pods.append(uid)
+            self._restarting.add(uid)
 
     def live_restarts(self, pods: Iterable[JsonDict]) -> int:
         """In-place restarts of the pods not already folded into `restarts`."""
@@ -66,5 +73,8 @@ class RestartLedger:
 
     def forget_gone(self, pods: Iterable[JsonDict]) -> None:
         """Drop the uids of pods that no longer exist (their deletion landed)."""
+        if not self.restarting_pods:
+            return
         present = {meta(pod).get("uid") for pod in pods}
         self.restarting_pods = [uid for uid in self.restarting_pods if uid in present]
+        self._restarting = set(self.restarting_pods)

@@ -102,14 +102,6 @@ def is_controlled_by(obj: JsonDict, uid: str) -> bool:
     return ref is not None and bool(uid) and ref.get("uid") == uid
 
 
-def replica_index(obj: JsonDict) -> int | None:
-    """The `replica-index` label as an int; None when missing or not a decimal number."""
-    value = labels_of(obj).get(LABEL_REPLICA_INDEX)
-    if not isinstance(value, str) or not value.isdigit():
-        return None
-    return int(value)
-
-
 def replica_type(obj: JsonDict) -> str | None:
     value = labels_of(obj).get(LABEL_REPLICA_TYPE)
     return value if isinstance(value, str) else None

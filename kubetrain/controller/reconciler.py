@@ -45,7 +45,6 @@ from kubetrain.controller.config import (
 )
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.ledger import RestartLedger
-from kubetrain.controller.names import name_of
 from kubetrain.controller.plan import Event, Observed, Plan
 from kubetrain.controller.status import changed_status, move_active_to_succeeded
 from kubetrain.controller.timefmt import format_time
@@ -103,7 +102,7 @@ def plan(job: dict[str, Any], observed: Observed, now: datetime, config: Control
     errors.extend(validate(parsed, info))
     defaulted = parsed if errors else apply_defaults(parsed, info)
     defaulted.status = status
-    pods = owned_pods(defaulted, observed.pods)
+    pods, foreign = owned_pods(defaulted, observed.pods)
     services, claims = claim_services(info, defaulted, observed.services) if not errors else ([], [])
     ctx = Reconcile(
         job=defaulted,
@@ -116,7 +115,7 @@ def plan(job: dict[str, Any], observed: Observed, now: datetime, config: Control
         pods=pods,
         services=services,
         observed=observed,
-        foreign_pod_names=frozenset(name_of(p) for p in observed.pods) - {name_of(p) for p in pods},
+        foreign_pod_names=foreign,
     )
     _created(ctx)
     if errors:

@@ -8,10 +8,19 @@ under the same name on a later pass) when its replica's restartPolicy allows it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kubetrain.api.conditions import TRUE
-from kubetrain.api.kinds import COND_RESTARTING, RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_ON_FAILURE, reason
+from kubetrain.api.kinds import (
+    COND_RESTARTING,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    RESTART_ALWAYS,
+    RESTART_EXIT_CODE,
+    RESTART_ON_FAILURE,
+    reason,
+)
 from kubetrain.api.types import ReplicaSpec, ReplicaStatus
 from kubetrain.controller import events
 from kubetrain.controller.context import Reconcile
@@ -20,9 +29,7 @@ from kubetrain.controller.names import (
     JsonDict,
     is_terminating,
     name_of,
-    replica_index,
     replica_name,
-    replica_type,
 )
 from kubetrain.controller.plan import CreateObject, Event
 from kubetrain.controller.pods import (
@@ -56,12 +63,18 @@ class ReplicaView:
         return found[0] if found is not None and len(found) == 1 else None
 
 
-def _slot(objs: list[JsonDict], by_type: dict[str, dict[int, list[JsonDict]]]) -> None:
+def _slot(objs: Sequence[JsonDict], by_type: dict[str, dict[int, list[JsonDict]]]) -> None:
+    """Index objects by their `replica-type` and `replica-index` labels, in one pass and without
+    copies (the labels are read inline: this runs over every pod on every plan)."""
     for obj in objs:
-        rtype, index = replica_type(obj), replica_index(obj)
-        if rtype is None or index is None:
+        metadata = obj.get("metadata")
+        labels = metadata.get("labels") if isinstance(metadata, dict) else None
+        if not isinstance(labels, dict):
             continue
-        by_type.setdefault(rtype, {}).setdefault(index, []).append(obj)
+        rtype, index = labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_REPLICA_INDEX)
+        if not isinstance(rtype, str) or not isinstance(index, str) or not index.isdigit():
+            continue
+        by_type.setdefault(rtype, {}).setdefault(int(index), []).append(obj)
 
 
 def replica_views(ctx: Reconcile) -> list[ReplicaView]:

@@ -88,6 +88,15 @@ PRIORITY_CLASS = ChildType("scheduling.k8s.io/v1", "PriorityClass", "prioritycla
 cluster-scoped context, not children, so every one is shown to an MPIJob's planner."""
 OWNED_SELECTOR = OPERATOR_NAME_LABEL
 FORBIDDEN = 403
+CHILD_BATCH_MIN_PLAN = 0.005
+"""Plans cheaper than this (jobs of up to ~100 replicas) are re-run at once on a child event."""
+CHILD_BATCH_FACTOR = 3.0
+CHILD_BATCH_MAX = 1.0
+"""A costlier job waits `CHILD_BATCH_FACTOR` times its last plan (at most `CHILD_BATCH_MAX`
+seconds, the batch period of kube-controller-manager's Job controller) after a child event before
+it is planned again, so the events of that window make one plan. Without it a 10,000-replica job,
+whose pods change all the time, is re-planned back to back and its O(replicas) plans starve the
+event loop the API server and the node share (issue 17)."""
 
 
 class KindSpec(Protocol):
@@ -212,6 +221,8 @@ class Manager:
             selective=self._selective,
         )
         self._pods_timed: set[str] = set()
+        self._plan_cost: dict[str, float] = {}
+        """Seconds the last plan of each job key took (see CHILD_BATCH_FACTOR)."""
         self._stopped = asyncio.Event()
         self._started = False
 
@@ -375,6 +386,7 @@ class Manager:
             if change.type == "DELETED":
                 self.expectations.delete(key)
                 self._pods_timed.discard(meta.get("uid", ""))
+                self._plan_cost.pop(key, None)
             kc.queue.add(key)
 
         return handle
@@ -394,7 +406,7 @@ class Manager:
             grand = controller_owner(parent) if parent is not None else None
             kc = self._controller_for(grand)
             if kc is not None and grand is not None:
-                kc.queue.add(job_key(kc.info.kind, meta.get("namespace", ""), grand["name"]))
+                self._child_changed(kc, job_key(kc.info.kind, meta.get("namespace", ""), grand["name"]))
             return
         kc = self._controller_for(owner)
         if kc is None:
@@ -406,7 +418,15 @@ class Manager:
         elif change.type == "DELETED" or (change.new or {}).get("metadata", {}).get("deletionTimestamp"):
             # Like the Job controller, a deletionTimestamp already counts as the observed delete.
             self.expectations.deletion_observed(key, child)
-        kc.queue.add(key)
+        self._child_changed(kc, key)
+
+    def _child_changed(self, kc: KindController, key: str) -> None:
+        """Queue the job of a changed child: at once, or batched when its plans are costly."""
+        cost = self._plan_cost.get(key, 0.0)
+        if cost < CHILD_BATCH_MIN_PLAN:
+            kc.queue.add(key)
+        else:
+            kc.queue.add_after(key, min(CHILD_BATCH_MAX, CHILD_BATCH_FACTOR * cost))
 
     def _controller_for(self, owner: JsonDict | None) -> KindController | None:
         """The controller of the job an owner reference names (either MPIJob version)."""
@@ -506,6 +526,7 @@ class Manager:
         _, ns, name = split_key(key)
         job = kc.informer.store.get(ns, name)
         if job is None:
+            self._plan_cost.pop(key, None)
             self.expectations.delete(key)
             kc.queue.forget(key)
             return
@@ -514,6 +535,7 @@ class Manager:
             kc.queue.add_after(key, self.expectations.remaining_ttl(key) + 0.001)
             return
         observed = self.observed_for(job, kc.info.kind)
+        started = time.perf_counter()
         try:
             plan = self.planner.plan(job, observed, self._clock(), self.controller_config)
         except Exception as exc:
@@ -522,6 +544,8 @@ class Manager:
             self._report_planner_error(kc, job, exc)
             kc.queue.add_rate_limited(key)
             return
+        finally:
+            self._plan_cost[key] = time.perf_counter() - started
 
         # The job's own patches (MPIJob's version annotation), then its status, then the children.
         # Status before any child delete: a plan that finishes a job (cleanPodPolicy deletes) or

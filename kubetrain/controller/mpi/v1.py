@@ -94,7 +94,7 @@ def plan_v1(
     before = encode(status)
     problem = validate_v1(job)
     defaulted = job if problem else default_v1(job)
-    pods = owned_pods(defaulted, observed.pods)
+    pods, foreign = owned_pods(defaulted, observed.pods)
     ctx = Reconcile(
         job=defaulted,
         info=MPIJOB_V1,
@@ -106,7 +106,7 @@ def plan_v1(
         pods=pods,
         services=[],
         observed=observed,
-        foreign_pod_names=frozenset(name_of(p) for p in observed.pods) - {name_of(p) for p in pods},
+        foreign_pod_names=foreign,
     )
     if get_condition(status, COND_CREATED) is None and ctx.condition(
         COND_CREATED, TRUE, "MPIJobCreated", f"MPIJob {ctx.name} is created."
