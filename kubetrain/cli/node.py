@@ -80,6 +80,14 @@ def register(sub: SubParsers) -> None:
     )
     add_network_option(p)
     p.add_argument(
+        "--max-pods",
+        metavar="N",
+        type=int,
+        default=110,
+        help="pods the node runs at once, its pods capacity and allocatable (default 110, the "
+        "kubelet's); the scheduler keeps the others Pending",
+    )
+    p.add_argument(
         "--container-log-max-size",
         metavar="SIZE",
         default=None,
@@ -134,6 +142,10 @@ def _node(args: argparse.Namespace) -> int:
     except ValueError as exc:
         err.print(f"invalid container log settings: {exc}", style="red", markup=False)
         return 2
+    if args.max_pods < 1:
+        err.print(f"invalid --max-pods {args.max_pods}: use 1 or more", style="red", markup=False)
+        return 2
+    config.max_pods = args.max_pods
     if args.name:
         config.node_name = args.name
     if args.root_dir:
