@@ -163,3 +163,51 @@ def decode_yaml(raw: bytes, kind: str) -> Any:
         return yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"error decoding YAML: {exc}") from None
+
+
+_INT64 = range(-(2**63), 2**63)
+_DELETE_OPTIONS: dict[str, tuple[str, type | tuple[type, ...]]] = {
+    "gracePeriodSeconds": ("int64", int),
+    "propagationPolicy": ("v1.DeletionPropagation", str),
+    "orphanDependents": ("bool", bool),
+    "dryRun": ("[]string", list),
+    "preconditions": ("v1.Preconditions", dict),
+}
+_PRECONDITIONS = {"uid": "types.UID", "resourceVersion": "string"}
+
+
+def _unmarshal_error(value: Any, field: str, go_type: str) -> errors.APIError:
+    what = type_name(value)
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        what = f"number {value!r}"  # Go quotes the literal of a number it cannot fit
+    return errors.bad_request(f"json: cannot unmarshal {what} into Go struct field {field} of type {go_type}")
+
+
+def check_delete_options(body: dict[str, Any]) -> None:
+    """The decoder's 400 for a DeleteOptions body field of the wrong JSON type."""
+    for name, (go_type, py_type) in _DELETE_OPTIONS.items():
+        value = body.get(name)
+        field = f"DeleteOptions.{name}"
+        if value is None:
+            continue
+        if name == "gracePeriodSeconds":
+            if isinstance(value, bool) or not isinstance(value, int) or value not in _INT64:
+                raise _unmarshal_error(value, field, go_type)
+        elif not isinstance(value, py_type) or (py_type is not bool and isinstance(value, bool)):
+            raise errors.bad_request(
+                f"json: cannot unmarshal {type_name(value)} into Go struct field {field} of type {go_type}"
+            )
+        elif name == "dryRun" and isinstance(value, list):
+            bad = next((v for v in value if not isinstance(v, str)), None)
+            if bad is not None:
+                raise errors.bad_request(
+                    f"json: cannot unmarshal {type_name(bad)} into Go struct field {field} of type string"
+                )
+        elif name == "preconditions" and isinstance(value, dict):
+            for key, key_type in _PRECONDITIONS.items():
+                inner = value.get(key)
+                if inner is not None and not isinstance(inner, str):
+                    raise errors.bad_request(
+                        f"json: cannot unmarshal {type_name(inner)} into Go struct field "
+                        f"{field}.{key} of type {key_type}"
+                    )

@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from . import admission, discovery, errors
-from .decoding import check_size, decode_json, decode_yaml, unrecognized
+from .decoding import check_delete_options, check_size, decode_json, decode_yaml, unrecognized
 from .errors import APIError
 from .faults import FaultInjector
 from .jsonutil import dumps
@@ -455,6 +455,7 @@ class APIHandler:
             parsed = _body(raw, request.content_type, "DeleteOptions")
             if not isinstance(parsed, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
+            check_delete_options(parsed)
             body = parsed
         q = request.query
         grace = _int(q, "gracePeriodSeconds")

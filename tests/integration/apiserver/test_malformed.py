@@ -193,3 +193,36 @@ async def test_an_object_over_etcds_request_limit_is_refused(http: Http, widgets
     assert status == 500 and body["message"] == "etcdserver: request is too large"
     status, _, _ = await http.get(widgets.path(name="huge"))
     assert status == 404
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            '{"gracePeriodSeconds":"x"}',
+            "string into Go struct field DeleteOptions.gracePeriodSeconds of type int64",
+        ),
+        (
+            '{"gracePeriodSeconds":1.5}',
+            "number 1.5 into Go struct field DeleteOptions.gracePeriodSeconds of type int64",
+        ),
+        ('{"dryRun":5}', "number into Go struct field DeleteOptions.dryRun of type []string"),
+        (
+            '{"orphanDependents":"x"}',
+            "string into Go struct field DeleteOptions.orphanDependents of type bool",
+        ),
+        (
+            '{"preconditions":5}',
+            "number into Go struct field DeleteOptions.preconditions of type v1.Preconditions",
+        ),
+    ],
+)
+async def test_wrongly_typed_delete_options_are_400_and_delete_nothing(
+    http: Http, ns: NS, options: str, message: str
+) -> None:
+    status, _, _ = await http.post(ns.configmaps, {"metadata": {"name": "keep"}})
+    assert status == 201
+    status, body, _ = await http.request("DELETE", f"{ns.configmaps}/keep", raw=options.encode())
+    assert status == 400 and body["message"] == f"json: cannot unmarshal {message}"
+    status, _, _ = await http.get(f"{ns.configmaps}/keep")
+    assert status == 200
