@@ -131,3 +131,8 @@ def test_node_log_rotation_settings_are_checked(
 ) -> None:
     assert main(["node", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_node_max_pods_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["node", "--max-pods", "0"]) == 2
+    assert "invalid --max-pods 0: use 1 or more" in capsys.readouterr().err
