@@ -1,0 +1,47 @@
+"""The one table of deliberate differences from upstream's training-operator v1.9.2 that the
+differential tier accepts: each is a `Differences from upstream` item of the README, fixing an
+upstream bug named here. Anything else that differs fails the tier."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Deliberate:
+    paths: str
+    """A regular expression over `compare.view` paths that the difference may touch."""
+    readme: str
+    """The README's `Differences from upstream` item."""
+    upstream: str
+    """The upstream bug it fixes: its issue, or where in upstream's code it is when none is filed."""
+    upstream_absent: bool = False
+    """Accepted only where upstream's view lacks the path (kubetrain sets what upstream drops)."""
+
+
+DELIBERATE: tuple[Deliberate, ...] = (
+    Deliberate(
+        paths=r"job\.status\.replicaStatuses\.\w+\.selector",
+        readme="13. Every replica type keeps its replicaStatuses selector when the job finishes",
+        upstream=(
+            "no issue filed; v1.9.2 pkg/controller.v1/{pytorch,paddlepaddle,jax}/*_controller.go "
+            "UpdateJobStatus: each pass starts every replica status anew and sets `selector` inside "
+            "`for rtype := range replicas` (Go's random map order), then returns from the loop when "
+            "the Master succeeds, so types after it in that order end without one"
+        ),
+        upstream_absent=True,
+    ),
+)
+
+
+def explained(path: str, upstream_value: object, missing: object) -> Deliberate | None:
+    """The table's entry for a difference at `path`, if one accepts it."""
+    return next(
+        (
+            d
+            for d in DELIBERATE
+            if re.fullmatch(d.paths, path) and (not d.upstream_absent or upstream_value == missing)
+        ),
+        None,
+    )

@@ -1,0 +1,177 @@
+"""Upstream's training-operator as a process beside `kubetrain operator`, on one real control plane.
+
+The binary comes from `scripts/upstream-operators` (built from upstream's Go module, cached). Outside
+CI an unbuilt binary skips the tier with one line saying how to build it (minutes, once); under
+CI=true it is built here, and a missing Go toolchain or a failed build is an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from kubetrain.runtime.transport import KubeClient
+from tests.integration.operator_process.procs import REPO, free_port
+
+JsonDict = dict[str, Any]
+SCRIPT = REPO / "scripts" / "upstream-operators"
+WEBHOOK_SECRET = "training-operator-webhook-cert"
+"""The Secret upstream's cert rotator fills (its --webhook-secret-name default); it must exist."""
+SERVING_CERTS = Path("/tmp/k8s-webhook-server/serving-certs")
+"""Where upstream v1.9.2 waits for its webhook certificate (a constant in its pkg/cert, the Secret's
+mount path in its Deployment); it exits when nothing appears there."""
+
+
+def unavailable(why: str) -> None:
+    """Skip the tier outside CI, fail it under CI=true; `why` says how to get what is missing."""
+    if os.environ.get("CI") == "true":
+        raise RuntimeError(f"CI=true: the differential tier must run: {why}")
+    pytest.skip(f"differential tier: {why}")
+
+
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, check=False, timeout=3600)
+
+
+def binary(name: str) -> Path:
+    """The cached binary of upstream's `name`; under CI=true built if missing."""
+    found = _script("path", name)
+    if found.returncode != 0 and os.environ.get("CI") == "true":
+        found = _script("build", name)
+    if found.returncode != 0:
+        unavailable(f"{found.stderr.strip()} (needs Go >= 1.26; a few minutes, once)")
+    return Path(found.stdout.strip())
+
+
+def crd_manifests(name: str) -> list[JsonDict]:
+    """Upstream's CRDs of the same module version as the binary."""
+    found = _script("manifests", name)
+    if found.returncode != 0:
+        unavailable(found.stderr.strip())
+    return [
+        yaml.safe_load(path.read_text())
+        for path in sorted(Path(found.stdout.strip()).glob("kubeflow.org_*.yaml"))
+    ]
+
+
+def ensure_serving_certificate() -> None:
+    """A self-signed pair where upstream's webhook server loads it, unless one is there already.
+
+    No ValidatingWebhookConfiguration points at upstream's webhook (the API server never calls it);
+    the server only has to start, and the operator only reports ready once the file exists. The
+    directory is renamed into place whole, so a concurrent run never sees half a pair.
+    """
+    if (SERVING_CERTS / "tls.crt").exists():
+        return
+    SERVING_CERTS.parent.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "training-operator")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=3650))
+        .sign(key, hashes.SHA256())
+    )
+    staging = Path(tempfile.mkdtemp(dir=SERVING_CERTS.parent))
+    (staging / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (staging / "tls.key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    staging.chmod(0o755)
+    try:
+        staging.rename(SERVING_CERTS)
+    except OSError:  # another run put its pair there first
+        for path in staging.iterdir():
+            path.unlink()
+        staging.rmdir()
+
+
+class UpstreamTrainingOperator:
+    """Upstream's `training-operator.v1` watching one namespace, leader election off, its metrics and
+    probes on free loopback ports (the webhook server binds every interface: v1.9.2 has no flag for
+    its host)."""
+
+    def __init__(self, binary: Path, kubeconfig: Path, namespace: str, log_path: Path) -> None:
+        self.probe_port = free_port()
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        env = {k: v for k, v in os.environ.items() if k != "KUBEFLOW_NAMESPACE"}
+        env |= {"KUBECONFIG": str(kubeconfig), "MY_POD_NAMESPACE": namespace, "TMPDIR": "/tmp"}
+        self.popen = subprocess.Popen(
+            [
+                str(binary),
+                "--namespace",
+                namespace,
+                "--leader-elect=false",
+                f"--metrics-bind-address=127.0.0.1:{free_port()}",
+                f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
+                f"--webhook-server-port={free_port()}",
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    async def wait_ready(self, timeout: float = 120.0) -> None:
+        """Until /readyz answers 200: certificates in place and its controllers set up."""
+        deadline = time.monotonic() + timeout
+        url = f"http://127.0.0.1:{self.probe_port}/readyz"
+        async with aiohttp.ClientSession() as http:
+            while True:
+                if self.popen.poll() is not None:
+                    raise AssertionError(f"upstream operator exited ({self.popen.returncode}):\n{self.log()}")
+                try:
+                    async with http.get(url, timeout=aiohttp.ClientTimeout(total=5)) as resp:
+                        if resp.status == 200:
+                            return
+                except (aiohttp.ClientError, OSError, TimeoutError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"upstream operator not ready after {timeout}s:\n{self.log()[-3000:]}")
+                await asyncio.sleep(0.2)
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(10)
+        self._log.close()
+
+
+async def prepare_namespace(kube: KubeClient, namespace: str) -> None:
+    """The namespace and the empty Secret upstream's cert rotator fills (its Deployment's manifests
+    ship it)."""
+    await kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    await kube.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": WEBHOOK_SECRET, "namespace": namespace}}
+    )
