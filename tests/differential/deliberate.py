@@ -23,9 +23,9 @@ class Deliberate:
 DELIBERATE: tuple[Deliberate, ...] = (
     Deliberate(
         paths=r"job\.status\.replicaStatuses\.\w+\.selector",
-        readme="13. Every replica type keeps its replicaStatuses selector when the job finishes",
+        readme="13. Every PyTorchJob replica type keeps its replicaStatuses selector when the job finishes",
         upstream=(
-            "no issue filed; v1.9.2 pkg/controller.v1/{pytorch,paddlepaddle,jax}/*_controller.go "
+            "no issue filed; v1.9.2 pkg/controller.v1/pytorch/pytorchjob_controller.go "
             "UpdateJobStatus: each pass starts every replica status anew and sets `selector` inside "
             "`for rtype := range replicas` (Go's random map order), then returns from the loop when "
             "the Master succeeds, so types after it in that order end without one"
