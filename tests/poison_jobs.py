@@ -88,7 +88,9 @@ json_values = st.recursive(
     ),
     max_leaves=8,
 )
-DEPTHS = st.sampled_from([0, 0, 150, 600, 1500, 5000])
+DEPTHS = (0, 0, 150, 600, 1500, 5000)
+"""How deep a value is buried: past orjson's encoder (254) and decoder (1,024) and Python's recursion
+limit (~1,000), and far past them."""
 
 
 def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -141,7 +143,11 @@ class Recipe:
 _MARKER = "kubetrain-fuzz-value-7f3a"
 
 
-def recipes(bases: list[dict[str, Any]], kinds: dict[KindVersion, list[int]] | None = None) -> Any:
+def recipes(
+    bases: list[dict[str, Any]],
+    kinds: dict[KindVersion, list[int]] | None = None,
+    depths: tuple[int, ...] = DEPTHS,
+) -> Any:
     """A strategy of `Recipe`s over `bases`, every kind (and MPIJob version) equally often."""
     groups = kinds or {
         k: [i for i, d in enumerate(bases) if (d["kind"], d["apiVersion"]) == k] for k in ALL_KINDS
@@ -156,7 +162,7 @@ def recipes(bases: list[dict[str, Any]], kinds: dict[KindVersion, list[int]] | N
         path = draw(st.sampled_from(node_paths[index]))
         if draw(st.booleans()):  # a sibling key instead of a replaced node
             path = (*path[:-1], draw(odd_strings | st.sampled_from(["Worker", "command", "zz"])))
-        return Recipe(index, path, draw(json_values), draw(DEPTHS))
+        return Recipe(index, path, draw(json_values), draw(st.sampled_from(depths)))
 
     return recipe()
 

@@ -51,6 +51,9 @@ BUDGET_SECONDS = float(os.environ.get("KUBETRAIN_SERVER_FUZZ_BUDGET", "900"))
 """The time box: cases past it are not run, and the test fails saying how far it got."""
 BASES = example_jobs()
 GROUPS = by_kind(BASES)
+SERVER_DEPTHS = (0, 0, 0, 150, 600, 1500)
+"""Past every limit of orjson and of Python's recursion; 5,000 levels (the unit fuzz's deepest)
+would only multiply the cost of each case, and bodies beyond Go's 10,000 are a damage of their own."""
 KEEP_ONE_IN = 20
 """Every 20th accepted job stays stored, so the final lists and reads carry poison too."""
 
@@ -197,7 +200,11 @@ def _fuzz_kind(fuzzer: Fuzzer, key: KindVersion) -> None:
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(recipes(BASES, {key: indices}), st.sampled_from(BODY_DAMAGE), st.sampled_from([None, 1, [1], {}]))
+    @given(
+        recipes(BASES, {key: indices}, SERVER_DEPTHS),
+        st.sampled_from(BODY_DAMAGE),
+        st.sampled_from([None, 1, [1], {}]),
+    )
     def one(recipe: Recipe, damage: str, patch: Any) -> None:
         if time.monotonic() < fuzzer.deadline:
             fuzzer.run(fuzzer.case(key, fuzzer.prepare(recipe), damage, patch))
