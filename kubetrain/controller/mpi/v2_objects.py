@@ -314,6 +314,9 @@ def launcher_job(sync: Sync, job: V2Job, suspended: bool) -> tuple[JsonDict, boo
     """The batch/v1 Job running the launcher; TTL, deadline and backoff are delegated to it."""
     policy = job.spec.run_policy
     template, warned = launcher_template(job)
+    # As mpi-operator's newLauncherPodTemplate (the Job controller gives the pod its own controller
+    # reference; this one only keeps the Job's wire form upstream's).
+    template["metadata"]["ownerReferences"] = [dict(sync.owner)]
     spec: JsonDict = {}
     if policy is not None:
         for key, value in (
