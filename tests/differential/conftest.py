@@ -1,10 +1,11 @@
-"""The differential tier's session: one real control plane, one `kubetrain node`, and every scenario run
-first under upstream's training-operator, then under `kubetrain operator`, each in its own namespace.
+"""The differential tier's session: one real control plane, one `kubetrain node`, and every scenario
+run under its upstream operator (training-operator, then mpi-operator), then under `kubetrain
+operator`, each operator in a namespace of its own.
 
-The two operators never reconcile at the same time: upstream's runs with its own CRDs (of the same
-module version), is stopped, then ours replaces them with kubetrain's and runs. Both watch only their
-namespace and use the admin kubeconfig. The plane is started and stopped here with
-`scripts/k8s-control-plane` (cached binaries: seconds).
+Two operators never reconcile at the same time: each upstream one runs with its own CRDs (of the
+same module version) and is stopped before the next; ours then replaces them with kubetrain's.
+All watch only their namespace and use the admin kubeconfig. The plane is started and stopped here
+with `scripts/k8s-control-plane` (cached binaries: seconds).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from kubetrain.runtime.crds import install_crds
+from kubetrain.runtime.crds import CRD_API, install_crds
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.differential import compare, peers, scenarios
@@ -35,6 +37,11 @@ JOB_TIMEOUT = float(os.environ.get("KUBETRAIN_DIFF_TIMEOUT", "300"))
 NO_WEBHOOK = "--no-webhook"
 """Neither operator's webhook is registered with the API server: both see the same, unvalidated,
 job (upstream v1.9.2 has no flag to turn its webhook server off, so it serves one nobody calls)."""
+PEERS = {"training-operator": peers.UpstreamTrainingOperator, "mpi-operator": peers.UpstreamMPIOperator}
+"""Upstream's operators, in the order they run; each takes the scenarios `scenarios.upstream_of` gives it."""
+CHILD_KINDS = (("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"), ("batch/v1", "Job"))
+"""What an operator creates beside pods, compared when the job owns it (MPIJob v2beta1: its hostfile
+ConfigMap, SSH Secret and launcher Job)."""
 OUR_CRDS = REPO / "manifests" / "crds"
 
 
@@ -114,23 +121,57 @@ async def _run(kube: KubeClient, scenario: str, namespace: str) -> dict[str, Any
         return (current, pods) if ended and settled(current.get("status") or {}) else None
 
     done, pods = await wait_for(finished, JOB_TIMEOUT, f"{job['kind']} {namespace}/{name} finished", 0.5)
-    services, _ = await kube.list("v1", "Service", namespace, label_selector=selector)
-    return compare.view(done, pods, services)
+    children: dict[str, list[JsonDict]] = {}
+    for api_version, kind in CHILD_KINDS:
+        items, _ = await kube.list(api_version, kind, namespace)
+        children[kind] = [o for o in items if _owned_by(o, done)]
+    return compare.view(done, pods, children)
+
+
+def _owned_by(obj: JsonDict, owner: JsonDict) -> bool:
+    uid = owner["metadata"]["uid"]
+    return any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or ())
+
+
+async def _drop_if_incompatible(kube: KubeClient, crd: JsonDict) -> None:
+    """Delete the served CRD of `crd`'s name when it stored a version `crd` lacks (training-operator's
+    MPIJob v1 before mpi-operator's v2beta1-only CRD): the API server refuses such an update."""
+    name = crd["metadata"]["name"]
+    try:
+        served = await kube.get(CRD_API, "CustomResourceDefinition", None, name)
+    except ApiError as err:
+        if err.not_found:
+            return
+        raise
+    versions = {v["name"] for v in crd["spec"]["versions"]}
+    if set(served.get("status", {}).get("storedVersions") or ()) <= versions:
+        return
+    await kube.delete(CRD_API, "CustomResourceDefinition", None, name)
+
+    async def gone() -> bool:
+        try:
+            await kube.get(CRD_API, "CustomResourceDefinition", None, name)
+        except ApiError as err:
+            if err.not_found:
+                return True
+            raise
+        return False
+
+    await wait_for(gone, 60, f"CRD {name} deleted")
 
 
 async def _phase(
-    kubeconfig: Path, crds: list[JsonDict], start: Any, namespace: str, logs: Path
+    kubeconfig: Path, crds: list[JsonDict], start: Any, namespace: str, wanted: list[str]
 ) -> dict[str, Run]:
     async with await _client(kubeconfig) as kube:
+        for crd in crds:
+            await _drop_if_incompatible(kube, crd)
         await install_crds(kube, crds)
         await _namespace(kube, namespace)
         operator = start(namespace)
         try:
             await operator.wait_ready()
-            runs = {}
-            for scenario in scenarios.SCENARIOS:
-                runs[scenario] = Run(await _run(kube, scenario, namespace), str(logs))
-            return runs
+            return {s: Run(await _run(kube, s, namespace), str(operator.log_path)) for s in wanted}
         finally:
             operator.stop()
 
@@ -148,8 +189,7 @@ def _plane(directory: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def differential(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    binary = peers.binary("training-operator")
-    upstream_crds = peers.crd_manifests("training-operator")
+    upstream = {name: (peers.binary(name), peers.crd_manifests(name)) for name in PEERS}
     our_crds = [yaml.safe_load(p.read_text()) for p in sorted(OUR_CRDS.glob("kubeflow.org_*.yaml"))]
     peers.ensure_serving_certificate()
     logs = tmp_path_factory.mktemp("differential")
@@ -179,22 +219,24 @@ def differential(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     try:
         asyncio.run(_wait_node_ready(kubeconfig, node_name))
         runs = Runs()
-        runs.upstream = asyncio.run(
-            _phase(
-                kubeconfig,
-                upstream_crds,
-                lambda ns: peers.UpstreamTrainingOperator(binary, kubeconfig, ns, logs / "upstream.log"),
-                f"upstream-{suffix}",
-                logs,
+        for name, (binary, crds) in upstream.items():
+            wanted = [s for s in scenarios.SCENARIOS if scenarios.upstream_of(s) == name]
+            runs.upstream |= asyncio.run(
+                _phase(
+                    kubeconfig,
+                    crds,
+                    partial(PEERS[name], binary, kubeconfig, log_path=logs / f"upstream-{name}.log"),
+                    f"upstream-{name}-{suffix}",
+                    wanted,
+                )
             )
-        )
         runs.kubetrain = asyncio.run(
             _phase(
                 kubeconfig,
                 our_crds,
                 lambda ns: OperatorProc(kubeconfig, logs / "kubetrain.log", "--namespace", ns, NO_WEBHOOK),
                 f"kubetrain-{suffix}",
-                logs,
+                list(scenarios.SCENARIOS),
             )
         )
         yield runs

@@ -32,6 +32,20 @@ DELIBERATE: tuple[Deliberate, ...] = (
         ),
         upstream_absent=True,
     ),
+    Deliberate(
+        paths=r"Secret\.[^.]+-ssh\.metadata\.labels\.training\.kubeflow\.org/operator-name",
+        readme="12. The operator caches only its own Secrets",
+        upstream=(
+            "no issue found; mpi-operator v0.8.0 watches every Secret of the cluster, so its SSH "
+            "Secret needs no label; ours selects its Secret informer on this one"
+        ),
+        upstream_absent=True,
+    ),
+    Deliberate(
+        paths=r"Job\.[^.]+-launcher\.spec\.podReplacementPolicy",
+        readme="14. MPIJob v2beta1's launcher Job replaces a failed pod only once it has terminated",
+        upstream="kubernetes/kubernetes#115844 (mpi-operator v0.8.0 leaves the default TerminatingOrFailed)",
+    ),
 )
 
 

@@ -1,6 +1,7 @@
-"""Upstream's training-operator as a process beside `kubetrain operator`, on one real control plane.
+"""Upstream's training-operator and mpi-operator as processes beside `kubetrain operator`, on one real
+control plane.
 
-The binary comes from `scripts/upstream-operators` (built from upstream's Go module, cached). Outside
+Each binary comes from `scripts/upstream-operators` (built from upstream's Go module, cached). Outside
 CI an unbuilt binary skips the tier with one line saying how to build it (minutes, once); under
 CI=true it is built here, and a missing Go toolchain or a failed build is an error.
 """
@@ -24,6 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.procs import REPO, free_port
 
@@ -114,7 +116,7 @@ class UpstreamTrainingOperator:
     probes on free loopback ports (the webhook server binds every interface: v1.9.2 has no flag for
     its host)."""
 
-    def __init__(self, binary: Path, kubeconfig: Path, namespace: str, log_path: Path) -> None:
+    def __init__(self, binary: Path, kubeconfig: Path, namespace: str, *, log_path: Path) -> None:
         self.probe_port = free_port()
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
@@ -166,6 +168,38 @@ class UpstreamTrainingOperator:
                 self.popen.kill()
                 self.popen.wait(10)
         self._log.close()
+
+
+class UpstreamMPIOperator(UpstreamTrainingOperator):
+    """Upstream's mpi-operator v0.8.0 watching one namespace. Its leader election cannot be turned
+    off (the Lease goes to that namespace) and its health check listens on a fixed :8080 of every
+    interface, so it is ready when it holds the Lease, and one runs at a time."""
+
+    def __init__(self, binary: Path, kubeconfig: Path, namespace: str, *, log_path: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        args = ["--kubeConfig", str(kubeconfig), "--namespace", namespace, "--lock-namespace", namespace]
+        self.popen = subprocess.Popen([str(binary), *args], stdout=self._log, stderr=subprocess.STDOUT)
+
+    async def wait_ready(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        async with await KubeClient.from_kubeconfig(str(self.kubeconfig), qps=0) as kube:
+            while True:
+                if self.popen.poll() is not None:
+                    code = self.popen.returncode
+                    raise AssertionError(f"upstream mpi-operator exited ({code}):\n{self.log()}")
+                try:
+                    lease = await kube.get("coordination.k8s.io/v1", "Lease", self.namespace, "mpi-operator")
+                    if lease.get("spec", {}).get("holderIdentity"):
+                        return
+                except ApiError as err:
+                    if not err.not_found:
+                        raise
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"upstream mpi-operator has no Lease after {timeout}s:\n{self.log()}")
+                await asyncio.sleep(0.2)
 
 
 async def prepare_namespace(kube: KubeClient, namespace: str) -> None:

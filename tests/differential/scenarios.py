@@ -18,7 +18,14 @@ EXAMPLES = REPO / "examples" / "local"
 SCENARIOS: dict[str, Path] = {
     "tfjob-ps-worker-chief": HERE / "jobs" / "tfjob-ps-worker-chief.yaml",
     "pytorch-ddp-digits": EXAMPLES / "pytorch-ddp-digits" / "job.yaml",
+    "mpi-v2beta1-allreduce": EXAMPLES / "mpi-v2beta1-allreduce" / "job.yaml",
 }
+UPSTREAM: dict[str, str] = {"mpi-v2beta1-allreduce": "mpi-operator"}
+"""The upstream operator of a scenario, when not training-operator."""
+
+
+def upstream_of(scenario: str) -> str:
+    return UPSTREAM.get(scenario, "training-operator")
 
 
 def manifest(scenario: str, namespace: str) -> JsonDict:
