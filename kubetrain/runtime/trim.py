@@ -46,8 +46,9 @@ _POD_STATUS_KEYS = (
     "startTime",
 )
 _CONDITION_KEYS = ("type", "status", "reason", "message", "lastTransitionTime")
-# Unique per object: interning them would only add an intern-table entry each (~50 B).
-_UNIQUE_META_KEYS = frozenset({"name", "uid", "resourceVersion", "creationTimestamp"})
+# Unique per object: interning them would only add an intern-table entry each (~50 B). Not
+# creationTimestamp: the pods of a job are mostly created in the same second, so one string serves.
+_UNIQUE_META_KEYS = frozenset({"name", "uid", "resourceVersion"})
 _SERVICE_SPEC_KEYS = ("clusterIP", "selector", "ports", "publishNotReadyAddresses")
 
 
@@ -84,8 +85,9 @@ def _intern_key(key: Any) -> Any:
 
 
 _share = Sharer()
-"""Equal ownerReferences, pod specs and pod conditions are stored once: a job's pods have the same
-owners and spec, and pods that changed state in the same second have the same conditions."""
+"""Equal ownerReferences, pod specs, pod statuses and conditions are stored once: a job's pods have
+the same owners and spec, pods waiting for the same thing the same status, and pods that changed
+state in the same second the same conditions."""
 
 
 def _pick(src: JsonDict | None, keys: Iterable[str], as_is: frozenset[str] = frozenset()) -> JsonDict:
@@ -128,7 +130,7 @@ def trim_pod(pod: JsonDict) -> JsonDict:
         "kind": "Pod",
         "metadata": _shared_owners(trim_metadata(pod.get("metadata"))),
         "spec": _share(out_spec),
-        "status": status,
+        "status": _share(status),
     }
 
 

@@ -125,3 +125,19 @@ def test_pods_that_changed_state_together_share_their_conditions() -> None:
     assert c["status"]["conditions"] is not a["status"]["conditions"]
     assert c["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:01Z"
     assert a["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+def test_pods_waiting_for_the_same_thing_share_status_and_creation_time() -> None:
+    def created(name: str, at: str) -> dict[str, Any]:
+        p = pod(name)
+        p["metadata"]["creationTimestamp"] = "".join(at)  # a fresh string, as a decoder makes
+        return p
+
+    a = trim_pod(created("a", "2026-01-01T00:00:00Z"))
+    b = trim_pod(created("b", "2026-01-01T00:00:00Z"))
+    assert a["status"] is b["status"] and a["status"]["phase"] == "Pending"
+    assert a["metadata"]["creationTimestamp"] is b["metadata"]["creationTimestamp"]
+    running = created("c", "2026-01-01T00:00:00Z")
+    running["status"] = {"phase": "Running", "podIP": "10.0.0.3"}
+    c = trim_pod(running)
+    assert c["status"] is not a["status"] and c["status"] == {"phase": "Running", "podIP": "10.0.0.3"}
