@@ -18,6 +18,8 @@ class Deliberate:
     """The upstream bug it fixes: its issue, or where in upstream's code it is when none is filed."""
     upstream_absent: bool = False
     """Accepted only where upstream's view lacks the path (kubetrain sets what upstream drops)."""
+    values: tuple[object, object] | None = None
+    """Accepted only for exactly these values (upstream's, kubetrain's)."""
 
 
 DELIBERATE: tuple[Deliberate, ...] = (
@@ -45,17 +47,19 @@ DELIBERATE: tuple[Deliberate, ...] = (
         paths=r"Job\.[^.]+-launcher\.spec\.podReplacementPolicy",
         readme="14. MPIJob v2beta1's launcher Job replaces a failed pod only once it has terminated",
         upstream="kubernetes/kubernetes#115844 (mpi-operator v0.8.0 leaves the default TerminatingOrFailed)",
+        values=("TerminatingOrFailed", "Failed"),
     ),
 )
 
 
-def explained(path: str, upstream_value: object, missing: object) -> Deliberate | None:
+def explained(path: str, upstream_value: object, ours: object, missing: object) -> Deliberate | None:
     """The table's entry for a difference at `path`, if one accepts it."""
-    return next(
-        (
-            d
-            for d in DELIBERATE
-            if re.fullmatch(d.paths, path) and (not d.upstream_absent or upstream_value == missing)
-        ),
-        None,
-    )
+    return next((d for d in DELIBERATE if _accepts(d, path, upstream_value, ours, missing)), None)
+
+
+def _accepts(entry: Deliberate, path: str, upstream_value: object, ours: object, missing: object) -> bool:
+    if not re.fullmatch(entry.paths, path):
+        return False
+    if entry.upstream_absent and upstream_value != missing:
+        return False
+    return entry.values is None or entry.values == (upstream_value, ours)

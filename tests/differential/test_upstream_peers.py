@@ -33,6 +33,6 @@ def test_same_objects_and_status(differential: Runs, scenario: str) -> None:
     unexplained = [
         f"{path}: upstream {theirs!r}, kubetrain {mine!r}"
         for path, theirs, mine in compare.differences(upstream, ours)
-        if deliberate.explained(path, theirs, compare.MISSING) is None
+        if deliberate.explained(path, theirs, mine, compare.MISSING) is None
     ]
     assert not unexplained, "\n".join(unexplained)

@@ -1,0 +1,66 @@
+"""The comparator itself, without a control plane: what it normalises must not hide what differs."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.differential import compare, deliberate
+
+JsonDict = dict[str, Any]
+
+
+def _run(namespace: str, uid: str, master: str) -> tuple[JsonDict, list[JsonDict], dict[str, list[JsonDict]]]:
+    job = {
+        "metadata": {"name": "j", "namespace": namespace, "uid": uid},
+        "status": {"conditions": [{"type": "Created", "status": "True", "reason": "PyTorchJobCreated"}]},
+    }
+    pod = {
+        "metadata": {
+            "name": "j-worker-0",
+            "namespace": namespace,
+            "uid": uid + "-pod",
+            "resourceVersion": uid,
+            "labels": {"batch.kubernetes.io/controller-uid": uid},
+            "ownerReferences": [{"kind": "PyTorchJob", "name": "j", "uid": uid, "controller": True}],
+        },
+        "spec": {
+            "nodeName": "n",
+            "containers": [
+                {
+                    "name": "pytorch",
+                    "env": [{"name": "MASTER_ADDR", "value": master}, {"name": "WORLD_SIZE", "value": "2"}],
+                    "volumeMounts": [{"name": f"kube-api-access-{uid[:5]}", "mountPath": "/var/run"}],
+                }
+            ],
+        },
+    }
+    launcher = {"metadata": {"name": "x", "generateName": "j-launcher-", "uid": uid + "-l"}, "spec": {}}
+    return job, [pod, launcher], {}
+
+
+def test_runs_that_differ_only_in_what_must_differ_are_equal() -> None:
+    ours = compare.view(*_run("kubetrain-1", "aaaaa-1", "j-master-0.kubetrain-1.svc"))
+    theirs = compare.view(*_run("upstream-1", "bbbbb-2", "j-master-0.upstream-1.svc"))
+    assert compare.differences(theirs, ours) == []
+    assert ours["Pod.j-worker-0.spec.containers[pytorch].env[WORLD_SIZE].value"] == "2"
+    assert "Pod.j-launcher-<generated>.metadata.name" in ours
+
+
+def test_a_changed_env_value_is_a_difference_named_by_its_variable() -> None:
+    job, pods, children = _run("kubetrain-1", "aaaaa-1", "j-master-0")
+    changed = copy.deepcopy(pods)
+    changed[0]["spec"]["containers"][0]["env"][1]["value"] = "3"
+    diffs = compare.differences(compare.view(job, pods, children), compare.view(job, changed, children))
+    path = "Pod.j-worker-0.spec.containers[pytorch].env[WORLD_SIZE].value"
+    assert diffs == [(path, "2", "3")]
+    assert deliberate.explained(path, "2", "3", compare.MISSING) is None
+
+
+def test_deliberate_entries_accept_only_their_own_values() -> None:
+    path = "Job.j-launcher.spec.podReplacementPolicy"
+    assert deliberate.explained(path, "TerminatingOrFailed", "Failed", compare.MISSING) is not None
+    assert deliberate.explained(path, "Failed", "TerminatingOrFailed", compare.MISSING) is None
+    selector = "job.status.replicaStatuses.Worker.selector"
+    assert deliberate.explained(selector, compare.MISSING, "a=b", compare.MISSING) is not None
+    assert deliberate.explained(selector, "a=c", "a=b", compare.MISSING) is None
