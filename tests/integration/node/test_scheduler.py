@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kubetrain.embedded import scheduler
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI, NodeAgent
 from kubetrain.embedded.node.kubeapi import core_path
@@ -90,3 +91,47 @@ async def test_gang_is_all_or_nothing(api: KubeAPI, small_node: NodeAgent) -> No
     for i in range(2):
         await wait_for(partial(node_of, api, f"small-job-{i}"), what="small gang bound")
     assert [await node_of(api, f"big-job-{i}") for i in range(3)] == [None] * 3
+
+
+async def test_pending_pods_on_a_full_node_are_not_replaced_on_every_event(
+    server: EmbeddedAPIServer, api: KubeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17: each pod event (the binder's own Unschedulable writes included) re-placed every
+    pending pod and re-read its requests, O(pods) per event; now each pod's requests are read
+    once and a pod that did not fit waits until room is made."""
+    reads = 0
+    real = scheduler.pod_requests
+
+    def counting(p: dict) -> Any:
+        nonlocal reads
+        reads += 1
+        return real(p)
+
+    monkeypatch.setattr(scheduler, "pod_requests", counting)
+    node = await make_agent(server, api, tmp_path, max_pods=2, shutdown_grace=0.5)
+    binder = Binder(api)
+    await binder.start()
+    try:
+        count = 150
+        for i in range(count):
+            await create(api, sleeper(f"many-{i}"))
+
+        async def all_placed() -> bool:
+            pods, _ = await api.list(core_path("pods", "default"), {})
+            bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+            waiting = [
+                p
+                for p in pods
+                if any(c.get("reason") == "Unschedulable" for c in p["status"].get("conditions") or [])
+            ]
+            return len(bound) == 2 and len(waiting) == count - 2
+
+        await wait_for(all_placed, timeout=120, what="2 pods bound and the rest Unschedulable")
+        assert reads <= count, f"{reads} reads of pod requests for {count} pods"
+    finally:
+        await binder.stop()
+        await node.stop()
+
+
+def _unschedulable_now(p: dict) -> bool:
+    return any(c.get("reason") == "Unschedulable" for c in (p.get("status") or {}).get("conditions") or [])
