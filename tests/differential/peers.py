@@ -20,11 +20,9 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
 
+from kubetrain.embedded.apiserver.tls import pem_key, serving_certificate
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.procs import REPO, free_port
@@ -80,28 +78,10 @@ def ensure_serving_certificate() -> None:
     if (SERVING_CERTS / "tls.crt").exists():
         return
     SERVING_CERTS.parent.mkdir(parents=True, exist_ok=True)
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "training-operator")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=3650))
-        .sign(key, hashes.SHA256())
-    )
+    cert, key = serving_certificate("training-operator", ["localhost"], validity=dt.timedelta(days=3650))
     staging = Path(tempfile.mkdtemp(dir=SERVING_CERTS.parent))
     (staging / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (staging / "tls.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    (staging / "tls.key").write_bytes(pem_key(key))
     staging.chmod(0o755)
     try:
         staging.rename(SERVING_CERTS)

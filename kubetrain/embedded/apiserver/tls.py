@@ -45,13 +45,69 @@ def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
-def make_serving_tls(extra_host: str | None = None) -> ServingTLS:
+def serving_certificate(
+    cn: str,
+    hosts: list[str],
+    issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None = None,
+    validity: datetime.timedelta = VALIDITY,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A server-auth certificate (ECDSA P-256) for `hosts` (IP addresses and DNS names), signed by
+    `issuer` (a CA's name and key) or by its own key when None (self-signed)."""
+    now = datetime.datetime.now(datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    issuer_name, issuer_key = issuer or (_name(cn), key)
+    alt: list[x509.GeneralName] = []
+    for host in dict.fromkeys(hosts):
+        try:
+            alt.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            alt.append(x509.DNSName(host))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(cn))
+        .issuer_name(issuer_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + validity)
+        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    )
+    if issuer is not None:
+        builder = builder.add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
+        )
+    return builder.sign(issuer_key, hashes.SHA256()), key
+
+
+@dataclass(frozen=True)
+class LoopbackPKI:
+    """A fresh CA and a loopback serving certificate it signed, as PEM."""
+
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+
+    def write(self, directory: Path) -> None:
+        """``tls.crt`` and ``tls.key`` (0600) in `directory`, as servers load them."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "tls.crt").write_bytes(self.cert_pem)
+        fd = os.open(directory / "tls.key", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(self.key_pem)
+
+
+def make_loopback_pki(extra_host: str | None = None, validity: datetime.timedelta = VALIDITY) -> LoopbackPKI:
     """A new CA and a certificate it signs for loopback (and ``extra_host``, the listen address)."""
     now = datetime.datetime.now(datetime.UTC)
     stamp = int(now.timestamp())
@@ -64,7 +120,7 @@ def make_serving_tls(extra_host: str | None = None) -> ServingTLS:
         .public_key(ca_key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
@@ -72,39 +128,16 @@ def make_serving_tls(extra_host: str | None = None) -> ServingTLS:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    ips = list(IPS)
-    dns = list(DNS_NAMES)
-    if extra_host:
-        try:
-            ipaddress.ip_address(extra_host)
-            ips.append(extra_host)
-        except ValueError:
-            dns.append(extra_host)
-    key = ec.generate_private_key(ec.SECP256R1())
-    alt: list[x509.GeneralName] = [x509.DNSName(h) for h in dict.fromkeys(dns)]
-    alt += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ips)]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(f"localhost@{stamp}"))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
-    chain = cert.public_bytes(serialization.Encoding.PEM) + ca_pem
-    return ServingTLS(ca_pem, _server_context(chain, _pem_key(key)))
+    hosts = [*IPS, *DNS_NAMES, *([extra_host] if extra_host else [])]
+    cert, key = serving_certificate(f"localhost@{stamp}", hosts, (ca_name, ca_key), validity)
+    pem = serialization.Encoding.PEM
+    return LoopbackPKI(ca.public_bytes(pem), cert.public_bytes(pem), pem_key(key))
+
+
+def make_serving_tls(extra_host: str | None = None) -> ServingTLS:
+    """What a server listening on loopback (and ``extra_host``) serves with: a fresh PKI."""
+    pki = make_loopback_pki(extra_host)
+    return ServingTLS(pki.ca_pem, _server_context(pki.cert_pem + pki.ca_pem, pki.key_pem))
 
 
 def _server_context(chain: bytes, key: bytes) -> ssl.SSLContext:

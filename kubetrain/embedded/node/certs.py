@@ -10,47 +10,23 @@ CA fails the handshake (Python's ssl cannot request a certificate without verify
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import ssl
 from pathlib import Path
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
+
+from kubetrain.embedded.apiserver.tls import pem_key, serving_certificate
 
 
 def self_signed(directory: Path, hostnames: list[str], ips: list[str]) -> tuple[Path, Path]:
     """Write ``kubelet.crt``/``kubelet.key`` (ECDSA P-256, one year) for `hostnames` and `ips`."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{hostnames[0]}@kubetrain")])
-    now = datetime.datetime.now(datetime.UTC)
-    alt: list[x509.GeneralName] = [x509.DNSName(h) for h in dict.fromkeys(hostnames)]
-    alt += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ips)]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
+    cert, key = serving_certificate(f"{hostnames[0]}@kubetrain", [*hostnames, *ips])
     directory.mkdir(parents=True, exist_ok=True)
     cert_path, key_path = directory / "kubelet.crt", directory / "kubelet.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.touch(mode=0o600)
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    key_path.write_bytes(pem_key(key))
     return cert_path, key_path
 
 

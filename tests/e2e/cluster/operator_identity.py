@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import ipaddress
 from pathlib import Path
 from typing import Any
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from kubetrain.cli.install import apply_all, render
+from kubetrain.embedded.apiserver.tls import make_loopback_pki
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.procs import REPO
@@ -98,46 +94,9 @@ async def operator_kubeconfig(admin: KubeClient, admin_kubeconfig: Path, out: Pa
 
 def loopback_certificates(directory: Path) -> bytes:
     """A CA and a serving certificate for 127.0.0.1 in `directory` (tls.crt, tls.key); the CA PEM."""
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubetrain-e2e-webhook-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return ca.public_bytes(serialization.Encoding.PEM)
+    pki = make_loopback_pki(validity=dt.timedelta(days=1))
+    pki.write(directory)
+    return pki.ca_pem
 
 
 def url_webhook_configuration(port: int, ca_pem: bytes) -> JsonDict:
