@@ -12,14 +12,11 @@ directory in use is refused naming the pid that holds it.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +26,7 @@ from kubetrain.cli.datadir import STATE_FILE
 from kubetrain.embedded.apiserver.persistence import Journal
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
+from tests.polling import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 JsonDict = dict[str, Any]
@@ -88,15 +86,8 @@ def pod_processes(marker: str) -> dict[int, dict[str, str]]:
     return found
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last={last!r}")
+PLANE_TIMEOUT = 90.0
+"""How long a restarted plane may take to come back and account for its pods."""
 
 
 class Up:
@@ -154,7 +145,9 @@ class Up:
                 return None
             return kube
 
-        result: KubeClient = await eventually(serving, "kubetrain up serving the kubeflow.org API")
+        result: KubeClient = await wait_for(
+            serving, PLANE_TIMEOUT, "kubetrain up serving the kubeflow.org API"
+        )
         return result
 
     def output(self) -> str:
@@ -216,8 +209,10 @@ async def test_a_sigkilled_plane_comes_back_with_its_jobs_and_accounts_for_its_p
         async def succeeded() -> bool:
             return _condition(await _job(kube, "done"), "Succeeded")
 
-        await eventually(succeeded, "job done Succeeded")
-        running = await eventually(lambda: _two(marker), "the never and onfailure pods' processes")
+        await wait_for(succeeded, PLANE_TIMEOUT, "job done Succeeded")
+        running = await wait_for(
+            lambda: _two(marker), PLANE_TIMEOUT, "the never and onfailure pods' processes"
+        )
         sandboxes = {Path(env["KUBETRAIN_SANDBOX"]) for env in running.values()}
         node_roots = {s.parent.parent for s in sandboxes}
         before = {n: await _job(kube, n) for n in ("done", "never", "onfailure")}
@@ -240,7 +235,7 @@ async def test_a_sigkilled_plane_comes_back_with_its_jobs_and_accounts_for_its_p
         await kube.close()
 
     up.kill()
-    assert await eventually(lambda: _none_alive(running), "the killed plane's pods to die")
+    assert await wait_for(lambda: _none_alive(running), PLANE_TIMEOUT, "the killed plane's pods to die")
     assert all(root.is_dir() for root in node_roots)  # a SIGKILLed plane cannot clean up
 
     kube = await up.start()
@@ -270,18 +265,18 @@ async def test_a_sigkilled_plane_comes_back_with_its_jobs_and_accounts_for_its_p
             pod = await _pod(kube, "never")
             return pod if pod["status"].get("phase") == "Failed" else None
 
-        failed = await eventually(never_failed, "the Never pod Failed")
+        failed = await wait_for(never_failed, PLANE_TIMEOUT, "the Never pod Failed")
         term = _main(failed)["state"]["terminated"]
         assert (term["reason"], term["exitCode"]) == ("ContainerStatusUnknown", 137)
 
         async def never_job_failed() -> bool:
             return _condition(await _job(kube, "never"), "Failed")
 
-        await eventually(never_job_failed, "job never Failed by its restart policy")
+        await wait_for(never_job_failed, PLANE_TIMEOUT, "job never Failed by its restart policy")
 
-        restarted = await eventually(lambda: _restarted(kube, 1), "the OnFailure pod restarted")
+        restarted = await wait_for(lambda: _restarted(kube, 1), PLANE_TIMEOUT, "the OnFailure pod restarted")
         assert _main(restarted)["lastState"]["terminated"]["reason"] == "ContainerStatusUnknown"
-        await eventually(lambda: _count(marker, 1), "the OnFailure pod's new process")
+        await wait_for(lambda: _count(marker, 1), PLANE_TIMEOUT, "the OnFailure pod's new process")
     finally:
         await kube.close()
 
@@ -289,7 +284,9 @@ async def test_a_sigkilled_plane_comes_back_with_its_jobs_and_accounts_for_its_p
     assert pod_processes(marker) == {}
     kube = await up.start()
     try:
-        await eventually(lambda: _restarted(kube, 2), "the OnFailure pod restarted after a clean stop")
+        await wait_for(
+            lambda: _restarted(kube, 2), PLANE_TIMEOUT, "the OnFailure pod restarted after a clean stop"
+        )
     finally:
         await kube.close()
         assert up.interrupt() == 0, up.output()

@@ -7,13 +7,11 @@ an error, never a silent skip).
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import shutil
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from kubetrain.embedded.jobcontroller import JobController
 from kubetrain.embedded.node import KubeAPI, NodeAgent, NodeConfig
 from kubetrain.embedded.node.kubeapi import core_path, group_path
 from kubetrain.embedded.scheduler import Binder
+from tests.polling import wait_for
 
 JsonDict = dict[str, Any]
 PY = sys.executable
@@ -93,19 +92,6 @@ async def create(api: KubeAPI, obj: JsonDict, namespace: str = "default") -> Jso
         return await api.create(group_path("batch", "v1", "jobs", namespace), obj)
     plural = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps", "Secret": "secrets"}
     return await api.create(core_path(plural[obj["kind"]], namespace), obj)
-
-
-async def wait_for(
-    check: Callable[[], Awaitable[Any]], timeout: float = 30.0, what: str = "condition"
-) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; last={last!r}")
 
 
 async def get_job(api: KubeAPI, name: str, namespace: str = "default") -> JsonDict | None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import pytest
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI, NodeAgent, NodeConfig
 from kubetrain.embedded.node.kubeapi import core_path
+from tests.polling import wait_for
 
 PY = sys.executable
 JsonDict = dict[str, Any]
@@ -90,19 +89,6 @@ async def create(api: KubeAPI, obj: JsonDict, namespace: str = "default") -> Jso
 
 async def get_pod(api: KubeAPI, name: str, namespace: str = "default") -> JsonDict | None:
     return await api.get_or_none(core_path("pods", namespace, name))
-
-
-async def wait_for(
-    check: Callable[[], Awaitable[Any]], timeout: float = 15.0, what: str = "condition"
-) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}; last={last!r}")
 
 
 async def wait_phase(api: KubeAPI, name: str, *phases: str, timeout: float = 15.0) -> JsonDict:
