@@ -178,14 +178,18 @@ async def test_the_kubernetes_media_types_are_read(http: Http, ns: NS) -> None:
         "POST", ns.pods, raw=json.dumps(_pod("untyped")).encode(), content_type=""
     )
     assert status == 201  # no Content-Type: JSON, the first serializer
-    status, pod, _ = await http.get(f"{ns.pods}/json")
-    pod["metadata"]["labels"] = {"updated": "yes"}
+    # The update goes to a ConfigMap: on a real plane the scheduler and kubelet write a pod
+    # between our GET and PUT, and the PUT would meet 409 Conflict instead of the media type.
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "json"}, "data": {"a": "1"}}
+    status, config, _ = await http.post(ns.configmaps, config)
+    assert status == 201
+    config["data"] = {"a": "2"}
     status, _, _ = await http.request(
-        "PUT", f"{ns.pods}/json", raw=json.dumps(pod).encode(), content_type="text/plain"
+        "PUT", f"{ns.configmaps}/json", raw=json.dumps(config).encode(), content_type="text/plain"
     )
     assert status == 415
-    status, _, _ = await http.put(f"{ns.pods}/json", pod)
-    assert status == 200
+    status, updated, _ = await http.put(f"{ns.configmaps}/json", config)
+    assert status == 200 and updated["data"] == {"a": "2"}
     options = json.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}).encode()
     status, _, _ = await http.request("DELETE", f"{ns.pods}/yaml", raw=options, content_type="text/plain")
     assert status == 415
