@@ -75,7 +75,9 @@ class NodeAgent:
         self.exec_service = ExecService(
             self.root / "bin", self.network, lambda: list(self.workers.values()), self.config.cluster_domain
         )
-        self.ctx = NodeContext(api, self.config, self.network, self.root, HOST_IP, self.exec_service)
+        self.ctx = NodeContext(
+            api, self.config, self.network, self.root, HOST_IP, env_provider=self.exec_service
+        )
         self._pods = Informer(
             api, core_path("pods"), self._on_pod, field_selector=f"spec.nodeName={self.name}"
         )

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .config import NodeConfig
 from .kubeapi import ApiError, KubeAPI, core_path
 from .network import PodNetwork
-
-if TYPE_CHECKING:
-    from .exec import ExecService
 
 JsonDict = dict[str, Any]
 
@@ -56,6 +54,14 @@ class ApiObjectSource:
         return str((answer.get("status") or {}).get("token") or "")
 
 
+class PodEnvProvider(Protocol):
+    """A node service that puts pods in reach of it through their env (the exec endpoint does)."""
+
+    def pod_env(self, namespace: str, name: str, base: Mapping[str, str]) -> dict[str, str]:
+        """Variables to lay over the final env `base` of a container of pod `namespace/name`."""
+        ...
+
+
 @dataclass
 class NodeContext:
     api: KubeAPI
@@ -63,7 +69,7 @@ class NodeContext:
     network: PodNetwork
     root: Path
     host_ip: str
-    exec_service: ExecService | None = None  # the exec endpoint pods reach (see `exec`)
+    env_provider: PodEnvProvider | None = None  # the exec endpoint pods reach (see `exec`)
 
     @property
     def source(self) -> ApiObjectSource:

@@ -55,7 +55,7 @@ import signal
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import ContainerConfigError, MountError, StartError
 from .netshim import ShimUnavailable
@@ -64,9 +64,7 @@ from .paths import PathMap
 from .podview import build_podview
 from .shims import client as wire
 from .shims import install as install_shims
-
-if TYPE_CHECKING:
-    from .podworker import PodWorker
+from .target import ExecTarget
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +159,7 @@ class ExecService:
         self,
         bin_dir: Path,
         network: PodNetwork,
-        workers: Callable[[], Iterable[PodWorker]],
+        workers: Callable[[], Iterable[ExecTarget]],
         cluster_domain: str = "cluster.local",
     ) -> None:
         self.bin_dir = bin_dir
@@ -227,10 +225,10 @@ class ExecService:
 
     # -- finding the target ---------------------------------------------------------------------------
 
-    def _live(self) -> list[PodWorker]:
-        return [w for w in self.workers() if w.state.pod_ip and not w.finished]
+    def _live(self) -> list[ExecTarget]:
+        return [w for w in self.workers() if w.pod_ip and not w.finished]
 
-    def _names(self, worker: PodWorker, namespace: str) -> set[str]:
+    def _names(self, worker: ExecTarget, namespace: str) -> set[str]:
         """The names of `worker` that resolve for a caller in `namespace` (as in `network`)."""
         host, ns = worker.hostname.lower(), worker.namespace
         sub = str((worker.pod.get("spec") or {}).get("subdomain") or "").lower()
@@ -243,23 +241,23 @@ class ExecService:
             if sub:
                 names.add(f"{host}.{sub}")
         if self.network.mode == "isolated":
-            names.add(worker.state.pod_ip)
+            names.add(worker.pod_ip)
         return names
 
-    def _by_host(self, host: str, namespace: str) -> PodWorker | None:
+    def _by_host(self, host: str, namespace: str) -> ExecTarget | None:
         wanted = host.lower().rstrip(".")
         for worker in self._live():
             if wanted in self._names(worker, namespace):
                 return worker
         return None
 
-    def _by_name(self, name: str, namespace: str) -> PodWorker | None:
+    def _by_name(self, name: str, namespace: str) -> ExecTarget | None:
         for worker in self.workers():
             if worker.name == name and worker.namespace == namespace and not worker.finished:
                 return worker
         return None
 
-    def _target(self, req: JsonDict) -> tuple[PodWorker | None, JsonDict | None]:
+    def _target(self, req: JsonDict) -> tuple[ExecTarget | None, JsonDict | None]:
         namespace = str(req.get("namespace") or "default")
         if req.get("pod"):
             pod = str(req["pod"])
@@ -274,7 +272,7 @@ class ExecService:
             return None, failure("NotFound", f"no running local pod is named {host}", 404)
         return None, failure("HostNotLocal", f"{host} is not a pod of this node", 404)
 
-    def _container(self, worker: PodWorker, wanted: str | None) -> tuple[JsonDict | None, JsonDict | None]:
+    def _container(self, worker: ExecTarget, wanted: str | None) -> tuple[JsonDict | None, JsonDict | None]:
         """The container spec to exec in (default: the annotated default, else the first)."""
         spec, meta = worker.pod.get("spec") or {}, worker.pod.get("metadata") or {}
         containers: list[JsonDict] = spec.get("containers") or []
@@ -375,7 +373,7 @@ class ExecService:
         proc: asyncio.subprocess.Process,
         reader: asyncio.StreamReader,
         channel: _Channel,
-        worker: PodWorker,
+        worker: ExecTarget,
         container: str,
         command: list[str],
     ) -> JsonDict:

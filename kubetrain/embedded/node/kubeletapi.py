@@ -34,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from kubetrain.embedded.apiserver import LogOptions, LogUnavailable
@@ -54,10 +54,8 @@ from .remotecommand import (
     relay,
 )
 from .spdy import SpdySession
+from .target import PodView
 from .websocket import WebSocket, accept_key
-
-if TYPE_CHECKING:
-    from .podworker import PodWorker
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +263,7 @@ class KubeletServer:
         config: KubeletAPIConfig,
         node_name: str,
         logs: LogSource,
-        worker: Callable[[str, str], PodWorker | None],
+        worker: Callable[[str, str], PodView | None],
         api: KubeAPI,
         cert_dir: Path | None = None,
     ) -> None:

@@ -70,6 +70,8 @@ class Backoff:
 
 
 class PodWorker:
+    """The pod's kubelet; also the `target.ExecTarget` that exec and the kubelet API reach."""
+
     def __init__(self, pod: JsonDict, ctx: NodeContext) -> None:
         self.pod = pod
         self.ctx = ctx
@@ -114,6 +116,10 @@ class PodWorker:
     @property
     def hostname(self) -> str:
         return (self.pod.get("spec") or {}).get("hostname") or self.name
+
+    @property
+    def pod_ip(self) -> str:
+        return self.state.pod_ip
 
     def _endpoint(self) -> PodEndpoint:
         meta, spec = self.pod.get("metadata") or {}, self.pod.get("spec") or {}
@@ -318,8 +324,8 @@ class PodWorker:
         env["HOSTNAME"] = self.hostname
         env.update(pod_env)
         env.update(self.ctx.network.pod_env(self.namespace, self.hostname, self.state.pod_ip, env))
-        if self.ctx.exec_service is not None:
-            env.update(self.ctx.exec_service.pod_env(self.namespace, self.name, env))
+        if self.ctx.env_provider is not None:
+            env.update(self.ctx.env_provider.pod_env(self.namespace, self.name, env))
         env["KUBETRAIN_SANDBOX"] = str(self.dir)
         env["KUBETRAIN_PATH_MAP"] = json.dumps(dict(mounts))
         argv = [expand(paths.translate(a), pod_env) for a in local.argv(cspec, image)]
