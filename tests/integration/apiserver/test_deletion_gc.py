@@ -8,7 +8,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
-from kubetrain.embedded.kubelet_sim import KubeletSim
+from tests.kubelet_sim import KubeletSim
 
 from .helpers import NS, Http, Unique, configmap, eventually, names, pod, wait_for_service_account
 

@@ -9,7 +9,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer, MemoryLogProvider
-from kubetrain.embedded.kubelet_sim import KubeletSim
+from tests.kubelet_sim import KubeletSim
 
 from .helpers import NS, Http, pod
 

@@ -40,9 +40,9 @@ from kubetrain.api import crds
 from kubetrain.api.kinds import KINDS
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.store import Event as StoreEvent
-from kubetrain.embedded.kubelet_sim import KubeletError, KubeletSim
 from kubetrain.runtime import ApiError, KubeClient, Manager, RuntimeConfig
 from kubetrain.runtime.crds import install_crds
+from tests.kubelet_sim import KubeletError, KubeletSim
 from tests.run_policy_builder import RunPolicySetters
 
 log = logging.getLogger(__name__)
