@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kubetrain.cli import output
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, target_parser, with_client
 from kubetrain.client.aio import AsyncClient
 
@@ -14,7 +15,7 @@ def register(sub: SubParsers) -> None:
     get = sub.add_parser(
         "get",
         parents=[parent],
-        help="list jobs, or show one",
+        help=HELP["get"],
         description="List jobs of every kind (no KIND), of one kind, or show one job.",
     )
     get.add_argument(
@@ -24,7 +25,7 @@ def register(sub: SubParsers) -> None:
     get.add_argument("-o", "--output", choices=output.FORMATS[1:], help="output format (default: a table)")
     get.set_defaults(handler=with_client(_get))
 
-    describe = sub.add_parser("describe", parents=[parent], help="show a job's status, pods and events")
+    describe = sub.add_parser("describe", parents=[parent], help=HELP["describe"])
     describe.add_argument("kind", metavar="KIND")
     describe.add_argument("name", metavar="NAME")
     describe.set_defaults(handler=with_client(_describe))

@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 import kubetrain
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
 from kubetrain.client.errors import ConfigError, KubetrainError
 from kubetrain.runtime.crds import CRD_API, is_established
@@ -71,7 +72,7 @@ DELETE_WAIT = 120.0
 def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "install",
-        help="install (or upgrade, or remove) the operator on a cluster",
+        help=HELP["install"],
         description="Render manifests/overlays/<overlay> with kustomize and server-side apply it; "
         "re-running it upgrades in place. --print writes the YAML instead.",
     )

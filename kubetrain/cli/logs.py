@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, non_negative_int, out, target_parser, with_client
 from kubetrain.cli.prefixer import Prefixer, container_label
 from kubetrain.client import jobstate
@@ -20,7 +21,7 @@ def register(sub: SubParsers) -> None:
     logs = sub.add_parser(
         "logs",
         parents=[target_parser()],
-        help="print the logs of a job's replicas, or of one pod",
+        help=HELP["logs"],
         description="`logs KIND NAME` prints every replica's log prefixed by replica (`worker-1 | ...`), "
         "or one replica's with --replica; `logs POD` prints one pod's log.",
     )

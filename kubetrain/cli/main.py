@@ -11,10 +11,10 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 
 from kubetrain import __version__
-from kubetrain.cli import inspect, install, logs, manage, node, operator, run, serve, validate
-from kubetrain.cli.common import err
+from kubetrain.cli.commands import COMMANDS, command_in
 from kubetrain.client.errors import EXIT_INVALID, KubetrainError
 
 EXIT_INTERRUPTED = 130
@@ -24,12 +24,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with a one-line hint instead of dumping the whole usage."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        from kubetrain.cli.common import err
+
         err.print(f"{self.prog}: error: {message}", style="red", markup=False)
         err.print(f"run `{self.prog} --help` for usage", style="dim", markup=False)
         raise SystemExit(EXIT_INVALID)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given `argv`, only its command's module is imported, the rest listed.
+
+    Each command module's `register(sub)` adds its commands; the others become placeholders
+    with their help line, which is all `kubetrain --help` and argparse's errors show of them.
+    """
     parser = _Parser(
         prog="kubetrain", description="Kubeflow training jobs, on Kubernetes or on this machine."
     )
@@ -38,15 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    run.register(sub)
-    serve.register(sub)
-    inspect.register(sub)
-    logs.register(sub)
-    manage.register(sub)
-    validate.register(sub)
-    operator.register(sub)
-    install.register(sub)
-    node.register(sub)
+    wanted = None if argv is None else command_in(list(argv))
+    for command in COMMANDS:
+        # A module defining two commands (get, describe) registers both at once.
+        if (argv is None or command.name == wanted) and command.name not in sub.choices:
+            import_module(f"kubetrain.cli.{command.module}").register(sub)
+    for command in COMMANDS:
+        if command.name not in sub.choices:
+            sub.add_parser(command.name, help=command.help)
     return parser
 
 
@@ -64,12 +70,15 @@ def _configure_logging(verbosity: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_INVALID
     _configure_logging(args.verbose)
+    from kubetrain.cli.common import err
+
     try:
         return int(args.handler(args))
     except KubetrainError as exc:

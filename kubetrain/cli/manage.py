@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, positive_float, target_parser, with_client
 from kubetrain.client import jobstate
 from kubetrain.client.aio import BACKGROUND, FOREGROUND, AsyncClient
@@ -17,7 +18,7 @@ def register(sub: SubParsers) -> None:
     delete = sub.add_parser(
         "delete",
         parents=[parent],
-        help="delete a job and its pods",
+        help=HELP["delete"],
         description="Delete a job. Foreground cascade (default): the job stays, terminating, until the "
         "garbage collector removed its pods; --wait blocks until then.",
     )
@@ -38,7 +39,7 @@ def register(sub: SubParsers) -> None:
     wait = sub.add_parser(
         "wait",
         parents=[parent],
-        help="block until a job reaches a condition",
+        help=HELP["wait"],
         description="Exit 0 when the job reaches a wanted condition; with the default "
         "(Succeeded or Failed), exit 1 if it Failed.",
     )

@@ -30,6 +30,7 @@ import logging
 import os
 from pathlib import Path
 
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
 from kubetrain.cli.serve import add_network_option
 from kubetrain.cli.signals import Interrupts
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "node",
-        help="join a cluster as a node that runs its pods as local processes",
+        help=HELP["node"],
         description="Register this machine as a Node of the cluster in --kubeconfig, run the pods "
         "bound to it as local processes and serve the kubelet API (logs, exec) over TLS. "
         "--bind-pending also binds pending pods, for clusters without a scheduler.",

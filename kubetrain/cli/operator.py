@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, positive_float, run_async
 from kubetrain.cli.operator_webhook import WebhookOptions, WebhookSidecar
 from kubetrain.cli.signals import Interrupts
@@ -104,7 +105,7 @@ def scheme(text: str) -> str:
 def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "operator",
-        help="run the operator against a Kubernetes cluster (upstream's flags)",
+        help=HELP["operator"],
         description="Watch kubeflow.org jobs on a cluster and run them: the process the Deployment in "
         "manifests/ starts. Uses --kubeconfig/$KUBECONFIG/~/.kube/config, else the in-cluster "
         "service account.",

@@ -15,6 +15,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 
 from kubetrain.api.kinds import KindInfo
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, positive_float, run_async
 from kubetrain.cli.datadir import STATE_FILE, DataDirLock
 from kubetrain.cli.plane import LocalPlane
@@ -42,7 +43,7 @@ DELETE_WAIT_SECONDS = 35.0
 def register(sub: SubParsers) -> None:
     run = sub.add_parser(
         "run",
-        help="run a job on this machine (in-process plane), stream its logs, exit with its result",
+        help=HELP["run"],
         description="Start a local plane in this process, submit FILE, stream the logs of every replica "
         "and exit 0 if the job Succeeded, 1 if it Failed, 2 if FILE is invalid. Pods run "
         "as local processes in FILE's directory (container images are not run).",

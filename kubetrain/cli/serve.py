@@ -16,6 +16,7 @@ import contextlib
 import os
 from pathlib import Path
 
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
 from kubetrain.cli.datadir import STATE_FILE, DataDirLock, default_data_dir
 from kubetrain.cli.plane import LocalPlane
@@ -28,7 +29,7 @@ DEFAULT_KUBECONFIG = "~/.kube/kubetrain.yaml"
 def register(sub: SubParsers) -> None:
     up = sub.add_parser(
         "up",
-        help="run a local plane (API server + operator + node) until Ctrl-C",
+        help=HELP["up"],
         description="Serve a Kubernetes-compatible API with the kubetrain operator and a process node on "
         "loopback, write a kubeconfig for it, and run jobs submitted with kubectl, the SDK "
         "or `kubetrain`/`kubetrain.Client` until Ctrl-C.",

@@ -17,6 +17,7 @@ from kubetrain.api.kinds import KindInfo
 from kubetrain.api.kinds_mpi import EXTRA_KIND_NAMES, parse_extra_job
 from kubetrain.api.validation import validate_raw_with_warnings
 from kubetrain.api.validation_mpi import validate_extra
+from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out
 from kubetrain.cli.output import format_table
 from kubetrain.client.errors import EXIT_INVALID, KubetrainError, ValidationError
@@ -24,13 +25,11 @@ from kubetrain.client.source import load_jobs, read_documents
 
 
 def register(sub: SubParsers) -> None:
-    validate = sub.add_parser(
-        "validate", help="check job files offline with the upstream webhook's rules (exit 0 valid, 2 invalid)"
-    )
+    validate = sub.add_parser("validate", help=HELP["validate"])
     validate.add_argument("files", metavar="FILE", nargs="+")
     validate.set_defaults(handler=_validate)
 
-    crds = sub.add_parser("crds", help="list the CRDs kubetrain serves; --print their YAML for kubectl apply")
+    crds = sub.add_parser("crds", help=HELP["crds"])
     crds.add_argument(
         "--print",
         dest="print_yaml",
