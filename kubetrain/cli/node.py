@@ -39,8 +39,8 @@ from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, Node
 from kubetrain.embedded.node.config import KubeletAPIConfig
 from kubetrain.embedded.node.kubeapi import ApiError
 from kubetrain.embedded.node.network import NetworkMode
-from kubetrain.embedded.node.quantity import parse_quantity
 from kubetrain.embedded.scheduler import Binder
+from kubetrain.kube.quantity import quantity_value
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +241,6 @@ async def _serve(
 
 def _size(text: str) -> int:
     try:
-        return int(parse_quantity(text))
+        return int(quantity_value(text))
     except ValueError:
         raise ValueError(f"--container-log-max-size {text!r} is not a size: use e.g. 10Mi") from None

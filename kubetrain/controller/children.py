@@ -14,7 +14,7 @@ from kubetrain.controller.config import HPA
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.names import JsonDict, meta, name_of, object_ref
 from kubetrain.controller.plan import CreateObject, PatchObject
-from kubetrain.controller.quantity import parse_quantity
+from kubetrain.kube.quantity import parse_quantity
 
 CHILD_KINDS: tuple[tuple[str, str], ...] = ((HPA[0], HPA[1]),)
 """Kinds only frameworks create; an owned object of these kinds that is not desired is deleted."""

@@ -16,7 +16,7 @@ from kubetrain.controller.config import SCHEDULER_PLUGINS_PODGROUP, VOLCANO_PODG
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.names import JsonDict, is_terminating, name_of, object_ref
 from kubetrain.controller.plan import CreateObject, PatchObject
-from kubetrain.controller.quantity import Quantity, add_resources, same_resources
+from kubetrain.kube.quantity import Quantity, add_resources, same_resources
 
 VOLCANO_SCHEDULER = "volcano"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"

@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from kubetrain.kube.quantity import quantity_value
+
 from .node.informer import Informer
 from .node.kubeapi import ApiError, KubeAPI, core_path, group_path
-from .node.quantity import parse_quantity
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def _quantities(raw: dict[str, Any] | None) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     for key, value in (raw or {}).items():
         with contextlib.suppress(ValueError):
-            out[key] = parse_quantity(value)
+            out[key] = quantity_value(value)
     return out
 
 

@@ -19,7 +19,7 @@ from kubetrain.controller.mpi.common import Sync, as_dict
 from kubetrain.controller.mpi.v2_objects import V2Job
 from kubetrain.controller.names import JsonDict, is_terminating, name_of, object_ref
 from kubetrain.controller.plan import CreateObject, DeleteObject, PatchObject
-from kubetrain.controller.quantity import Quantity, add_resources, parse_quantity, same_resources
+from kubetrain.kube.quantity import Quantity, add_resources, parse_quantity, same_resources
 
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")

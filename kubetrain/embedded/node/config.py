@@ -8,10 +8,11 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubetrain.kube.quantity import quantity_value
+
 from .images import ImageMap
 from .logs import LogPolicy
 from .network import NetworkMode
-from .quantity import parse_quantity
 
 
 def _memory_bytes() -> int:
@@ -121,7 +122,7 @@ def _env_quantity(name: str, default: str) -> int:
     """A byte size from the environment (``10Mi``), as `kubetrain up`/`run` take it."""
     text = os.environ.get(name, default)
     try:
-        return int(parse_quantity(text))
+        return int(quantity_value(text))
     except ValueError:
         raise ValueError(f"{name}={text!r} is not a size: use e.g. 10Mi") from None
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Protocol
 
-from .quantity import ceil_div, parse_quantity
+from kubetrain.kube.quantity import ceil_div, quantity_value
 
 JsonDict = dict[str, Any]
 
@@ -125,8 +125,8 @@ def resource_value(
     if raw is None and kind == "requests":
         raw = (resources.get("limits") or {}).get(name)
     if raw is not None:
-        value = parse_quantity(raw)
+        value = quantity_value(raw)
     else:  # the kubelet defaults only limits, to the node's allocatable; a missing request is 0
         value = allocatable.get(name, Fraction(0)) if kind == "limits" else Fraction(0)
-    div = parse_quantity(divisor) if divisor not in (None, "", 0, "0") else Fraction(1)
+    div = quantity_value(divisor) if divisor not in (None, "", 0, "0") else Fraction(1)
     return str(ceil_div(value, div))

@@ -1,45 +1,15 @@
-"""Small pure helpers: quantities, timestamps, failure events, the restart ledger."""
+"""Small pure helpers: timestamps, failure events, the restart ledger."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
-
-import pytest
 
 from kubetrain.api.codec import encode
 from kubetrain.api.types import JobStatus
 from kubetrain.controller import events
 from kubetrain.controller.ledger import RestartLedger
 from kubetrain.controller.plan import Event
-from kubetrain.controller.quantity import add_resources, parse_quantity, same_resources
 from kubetrain.controller.timefmt import format_time, parse_time
-
-
-@pytest.mark.parametrize(
-    ("addends", "expected"),
-    [
-        (["500m", "1"], "1500m"),
-        (["1Gi", "512Mi"], "1536Mi"),
-        (["1", "1"], "2"),
-        (["0.5", "0.5"], "1"),
-        (["100Mi", "100Mi"], "200Mi"),
-        (["1k", "500"], "1500"),
-        (["2", "2Gi"], "2147483650"),
-    ],
-)
-def test_quantity_sums_are_canonical(addends: list[str], expected: str) -> None:
-    total: dict = {}
-    for value in addends:
-        add_resources(total, {"x": value})
-    assert str(total["x"]) == expected
-
-
-def test_quantity_parsing_and_comparison() -> None:
-    assert parse_quantity("bogus") is None and parse_quantity(True) is None
-    assert parse_quantity(3) is not None
-    assert same_resources({"cpu": "1500m"}, {"cpu": "1.5"})
-    assert not same_resources({"cpu": "1"}, {"cpu": "1", "memory": "1Gi"})
-    assert same_resources(None, {})
 
 
 def test_time_format_round_trip() -> None:

@@ -1,10 +1,12 @@
-"""Just enough of Kubernetes `resource.Quantity` to sum pod requests into PodGroup minResources.
+"""Kubernetes `resource.Quantity` (``500m``, ``2``, ``1Gi``, ``1e3``) as exact fractions.
 
-Sums are exact (Fractions) and formatted canonically the way apimachinery does: the result keeps
-the format of the first addend (binary `Ki..Ei` or decimal `n..E`) and picks the largest suffix
-that keeps the number whole, so `500m + 1` is `1500m` and `1Gi + 512Mi` is `1536Mi`. Quantities
-are compared by value, never by spelling, so a PodGroup re-serialised by someone else is not
-patched forever.
+The operator sums pod requests into PodGroup minResources, the binder sums capacity and the node
+agent answers ``resourceFieldRef``; all must round the way Kubernetes does, so values are `Fraction`
+and never floats. Sums are formatted canonically the way apimachinery does: the result keeps the
+format of the first addend (binary `Ki..Ei` or decimal `n..E`) and picks the largest suffix that
+keeps the number whole, so `500m + 1` is `1500m` and `1Gi + 512Mi` is `1536Mi`. Quantities are
+compared by value, never by spelling, so a PodGroup re-serialised by someone else is not patched
+forever.
 """
 
 from __future__ import annotations
@@ -58,6 +60,14 @@ def parse_quantity(raw: Any) -> Quantity | None:
     return Quantity(value * Fraction(10) ** _DECIMAL[suffix or ""])
 
 
+def quantity_value(raw: Any) -> Fraction:
+    """The exact value of a quantity string (or number); ValueError when it is not one."""
+    quantity = parse_quantity(raw)
+    if quantity is None:
+        raise ValueError(f"invalid quantity {raw!r}")
+    return quantity.value
+
+
 def format_quantity(value: Fraction, binary: bool = False) -> str:
     """apimachinery's canonical form (values below one nano are rounded up, as it does)."""
     if binary and abs(value) >= 1024 and value.denominator == 1:
@@ -75,6 +85,11 @@ def format_quantity(value: Fraction, binary: bool = False) -> str:
         scaled //= 1000
         exp += 3
     return f"{scaled}{_DECIMAL_SUFFIX[exp]}"
+
+
+def ceil_div(value: Fraction, divisor: Fraction) -> int:
+    """``resourceFieldRef`` rounding: the value in units of `divisor`, rounded up, at least 1."""
+    return max(1, math.ceil(value / divisor)) if value > 0 else 0
 
 
 def add_resources(total: dict[str, Quantity], resources: Any) -> None:
