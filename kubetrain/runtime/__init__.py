@@ -3,6 +3,7 @@
 Everything with I/O lives here; the reconcile decisions live in `kubetrain.controller`.
 """
 
+from kubetrain.kube.resources import ResourceRegistry, ResourceType
 from kubetrain.runtime.cache import Change, Store
 from kubetrain.runtime.config import RuntimeConfig, UnsupportedScheme
 from kubetrain.runtime.errors import ApiError
@@ -11,7 +12,6 @@ from kubetrain.runtime.expectations import Expectations
 from kubetrain.runtime.informer import Informer
 from kubetrain.runtime.manager import Manager, Planner
 from kubetrain.runtime.reflector import Reflector
-from kubetrain.runtime.resources import ResourceRegistry, ResourceType
 from kubetrain.runtime.transport import KubeClient
 from kubetrain.runtime.workqueue import QueueShutDown, WorkQueue
 

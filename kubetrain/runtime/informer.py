@@ -10,9 +10,9 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
+from kubetrain.kube.resources import ResourceType
 from kubetrain.runtime.cache import Change, IndexFunc, Store
 from kubetrain.runtime.reflector import Reflector
-from kubetrain.runtime.resources import ResourceType
 from kubetrain.runtime.transport import KubeClient
 from kubetrain.runtime.trim import Trim, trim_for
 

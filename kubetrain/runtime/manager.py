@@ -46,6 +46,7 @@ from kubetrain.controller.plan import (
     PatchObject,
     Plan,
 )
+from kubetrain.kube.resources import ResourceType
 from kubetrain.runtime import kinds as served
 from kubetrain.runtime.applier import Applier, ApplyResult
 from kubetrain.runtime.cache import (
@@ -69,7 +70,6 @@ from kubetrain.runtime.informer import Informer
 from kubetrain.runtime.labels import matches
 from kubetrain.runtime.metrics import Metrics
 from kubetrain.runtime.ratelimit import default_controller_rate_limiter
-from kubetrain.runtime.resources import ResourceType
 from kubetrain.runtime.transport import KubeClient
 from kubetrain.runtime.workqueue import QueueShutDown, WorkQueue
 

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kubetrain.kube.resources import ResourceType
 from kubetrain.runtime.backoff import Backoff
 from kubetrain.runtime.cache import Change, Store
 from kubetrain.runtime.errors import ApiError
-from kubetrain.runtime.resources import ResourceType
 from kubetrain.runtime.transport import KubeClient
 
 log = logging.getLogger(__name__)

@@ -30,11 +30,12 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kubetrain.api import jsonsafe
+from kubetrain.kube.resources import ResourceRegistry, ResourceType
 from kubetrain.runtime.backoff import Backoff
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.http11 import ConnectionPool, Response
 from kubetrain.runtime.ratelimit import TokenBucket
-from kubetrain.runtime.resources import ResourceRegistry, ResourceType
+from kubetrain.runtime.resources import default_registry
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class KubeClient:
     ) -> None:
         configuration.connection_pool_maxsize = max_connections
         self.configuration = configuration
-        self.registry = registry or ResourceRegistry.default()
+        self.registry = registry or default_registry()
         self.bucket = TokenBucket(qps, burst)
         self.max_attempts = max(1, max_attempts)
         self.backoff_base = backoff_base

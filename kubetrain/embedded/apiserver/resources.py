@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.kube.resources import builtin_type
+
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 # Fields every kind can be selected by.
@@ -96,16 +98,11 @@ class ResourceType:
 
 
 def _b(
-    group: str,
-    version: str,
-    kind: str,
-    plural: str,
-    namespaced: bool = True,
-    short: tuple[str, ...] = (),
-    sub: tuple[str, ...] = (),
-    **kw: Any,
+    api_version: str, kind: str, short: tuple[str, ...] = (), sub: tuple[str, ...] = (), **kw: Any
 ) -> ResourceType:
-    return ResourceType(group, version, kind, plural, namespaced, short, frozenset(sub), **kw)
+    """A served built-in: its plural and scope are Kubernetes' (`kube.resources`), the rest is ours."""
+    rt = builtin_type(api_version, kind)
+    return ResourceType(rt.group, rt.version, kind, rt.plural, rt.namespaced, short, frozenset(sub), **kw)
 
 
 _POD_FIELDS = (
@@ -147,11 +144,8 @@ _REPLICAS = ScalePaths(label_selector=".status.selector", selector_from_spec=Tru
 
 BUILTINS: tuple[ResourceType, ...] = (
     _b(
-        "",
         "v1",
         "Namespace",
-        "namespaces",
-        False,
         ("ns",),
         ("status", "finalize"),
         field_selectors=("status.phase",),
@@ -159,11 +153,8 @@ BUILTINS: tuple[ResourceType, ...] = (
         verbs=tuple(v for v in ALL_VERBS if v != "deletecollection"),  # namespaces are never bulk-deleted
     ),
     _b(
-        "",
         "v1",
         "Pod",
-        "pods",
-        True,
         ("po",),
         ("status", "log", "binding"),
         categories=("all",),
@@ -172,31 +163,25 @@ BUILTINS: tuple[ResourceType, ...] = (
         generation=True,
     ),
     _b(
-        "",
         "v1",
         "Service",
-        "services",
-        True,
         ("svc",),
         ("status",),
         categories=("all",),
         field_selectors=("spec.clusterIP", "spec.type"),
         return_deleted_object=True,
     ),
-    _b("", "v1", "Binding", "bindings", True, verbs=("create",)),
-    _b("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
-    _b("", "v1", "Secret", "secrets", True, (), field_selectors=("type",)),
-    _b("", "v1", "Event", "events", True, ("ev",), field_selectors=_EVENT_FIELDS),
-    _b("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",)),
-    _b("", "v1", "Node", "nodes", False, ("no",), ("status",), field_selectors=("spec.unschedulable",)),
-    _b("", "v1", "Endpoints", "endpoints", True, ("ep",)),
-    _b("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)),
+    _b("v1", "Binding", verbs=("create",)),
+    _b("v1", "ConfigMap", ("cm",)),
+    _b("v1", "Secret", (), field_selectors=("type",)),
+    _b("v1", "Event", ("ev",), field_selectors=_EVENT_FIELDS),
+    _b("v1", "ServiceAccount", ("sa",)),
+    _b("v1", "Node", ("no",), ("status",), field_selectors=("spec.unschedulable",)),
+    _b("v1", "Endpoints", ("ep",)),
+    _b("v1", "PersistentVolumeClaim", ("pvc",), ("status",)),
     _b(
-        "apps",
-        "v1",
+        "apps/v1",
         "Deployment",
-        "deployments",
-        True,
         ("deploy",),
         ("status", "scale"),
         categories=("all",),
@@ -204,11 +189,8 @@ BUILTINS: tuple[ResourceType, ...] = (
         generation=True,
     ),
     _b(
-        "apps",
-        "v1",
+        "apps/v1",
         "StatefulSet",
-        "statefulsets",
-        True,
         ("sts",),
         ("status", "scale"),
         categories=("all",),
@@ -216,11 +198,8 @@ BUILTINS: tuple[ResourceType, ...] = (
         generation=True,
     ),
     _b(
-        "apps",
-        "v1",
+        "apps/v1",
         "ReplicaSet",
-        "replicasets",
-        True,
         ("rs",),
         ("status", "scale"),
         categories=("all",),
@@ -229,11 +208,8 @@ BUILTINS: tuple[ResourceType, ...] = (
         field_selectors=("status.replicas",),
     ),
     _b(
-        "apps",
-        "v1",
+        "apps/v1",
         "DaemonSet",
-        "daemonsets",
-        True,
         ("ds",),
         ("status",),
         categories=("all",),
@@ -241,11 +217,8 @@ BUILTINS: tuple[ResourceType, ...] = (
     ),
     # batch/v1 Jobs orphan their pods by default when deleted through the REST API.
     _b(
-        "batch",
-        "v1",
+        "batch/v1",
         "Job",
-        "jobs",
-        True,
         (),
         ("status",),
         categories=("all",),
@@ -253,66 +226,49 @@ BUILTINS: tuple[ResourceType, ...] = (
         default_propagation="Orphan",
         generation=True,
     ),
+    _b("batch/v1", "CronJob", ("cj",), ("status",), categories=("all",), generation=True),
+    _b("coordination.k8s.io/v1", "Lease"),
+    _b("rbac.authorization.k8s.io/v1", "Role"),
+    _b("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    _b("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    _b("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     _b(
-        "batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",), categories=("all",), generation=True
-    ),
-    _b("coordination.k8s.io", "v1", "Lease", "leases", True),
-    _b("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
-    _b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
-    _b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
-    _b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
-    _b(
-        "autoscaling",
-        "v2",
+        "autoscaling/v2",
         "HorizontalPodAutoscaler",
-        "horizontalpodautoscalers",
-        True,
         ("hpa",),
         ("status",),
         categories=("all",),
         generation=True,
     ),
     _b(
-        "policy",
-        "v1",
+        "policy/v1",
         "PodDisruptionBudget",
-        "poddisruptionbudgets",
-        True,
         ("pdb",),
         ("status",),
         generation=True,
     ),
-    _b("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
+    _b("scheduling.k8s.io/v1", "PriorityClass", ("pc",)),
     _b(
-        "admissionregistration.k8s.io",
-        "v1",
+        "admissionregistration.k8s.io/v1",
         "ValidatingWebhookConfiguration",
-        "validatingwebhookconfigurations",
-        False,
         categories=("api-extensions",),
         generation=True,
     ),
     _b(
-        "admissionregistration.k8s.io",
-        "v1",
+        "admissionregistration.k8s.io/v1",
         "MutatingWebhookConfiguration",
-        "mutatingwebhookconfigurations",
-        False,
         categories=("api-extensions",),
         generation=True,
     ),
     _b(
-        "apiextensions.k8s.io",
-        "v1",
+        "apiextensions.k8s.io/v1",
         "CustomResourceDefinition",
-        "customresourcedefinitions",
-        False,
         ("crd", "crds"),
         ("status",),
         categories=("api-extensions",),
         generation=True,
     ),
-    _b("events.k8s.io", "v1", "Event", "events", True, ("ev",), field_selectors=_EVENTS_V1_FIELDS),
+    _b("events.k8s.io/v1", "Event", ("ev",), field_selectors=_EVENTS_V1_FIELDS),
 )
 
 CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"

@@ -12,9 +12,10 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+from kubetrain.kube.resources import ResourceType
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.labels import matches
-from kubetrain.runtime.resources import ResourceRegistry, ResourceType
+from kubetrain.runtime.resources import default_registry
 
 JsonDict = dict[str, Any]
 _END = object()
@@ -26,7 +27,7 @@ def _status(code: int, reason: str, message: str = "") -> ApiError:
 
 class FakeKube:
     def __init__(self) -> None:
-        self.registry = ResourceRegistry.default()
+        self.registry = default_registry()
         self.objects: dict[str, dict[str, JsonDict]] = {}
         self._rv = itertools.count(100)
         self.calls: list[tuple[Any, ...]] = []
