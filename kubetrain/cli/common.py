@@ -20,7 +20,19 @@ Handler = Callable[[argparse.Namespace], int]
 SubParsers: TypeAlias = "argparse._SubParsersAction[Any]"
 """What `register(sub)` of each command module receives."""
 
-out = Console(highlight=False, soft_wrap=True)
+
+class _Stdout(Console):
+    """stdout whose closed pipe is the command's to handle (rich's default: SystemExit(1) mid-print).
+
+    `kubetrain run` then stops its job and plane as on Ctrl-C; other commands exit 141 at the top.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # drop whatever else is printed
+        raise BrokenPipeError
+
+
+out = _Stdout(highlight=False, soft_wrap=True)
 """Results (tables, YAML, logs) go to stdout, so they can be piped."""
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 """Errors, progress and status go to stderr."""

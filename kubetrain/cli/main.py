@@ -1,7 +1,8 @@
 """The `kubetrain` command: argument parsing, dispatch, and turning errors into exit codes.
 
 Exit codes: 0 success; 1 a failed job, a timeout or an API error; 2 invalid input (bad
-arguments, an invalid job file, an unknown kind, no kubeconfig); 130/143 after SIGINT/SIGTERM.
+arguments, an invalid job file, an unknown kind, no kubeconfig); 130/143 after SIGINT/SIGTERM;
+141 when the reader of stdout went away (`kubetrain run job.yaml | head`).
 A user error never prints a traceback; `-v` shows the operator's logs, `--debug` tracebacks.
 """
 
@@ -18,6 +19,8 @@ from kubetrain.cli.commands import COMMANDS, command_in
 from kubetrain.client.errors import EXIT_INVALID, KubetrainError
 
 EXIT_INTERRUPTED = 130
+EXIT_STDOUT_CLOSED = 141
+"""128 + SIGPIPE, what a shell reports for a program whose reader closed the pipe."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,8 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("interrupted", style="yellow", markup=False)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError:  # `kubetrain logs ... | head`: the reader has all it wanted
+        from kubetrain.cli.signals import silence_stdout
+
+        silence_stdout()
+        return EXIT_STDOUT_CLOSED
     except Exception as exc:
         if args.debug:
             raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 from collections.abc import Awaitable
 from pathlib import Path
 
@@ -109,15 +110,21 @@ class JobRun:
         self.deleting = False
         """True once we delete the job ourselves (Ctrl-C, --timeout): its disappearance is expected."""
         self.job: dict | None = None
+        self.interrupts: Interrupts | None = None
 
     def emit(self, stream: Stream, line: str) -> None:
         label = container_label(stream.replica, stream.container, self.info.default_container, stream.init)
-        out.print(self.prefixer.text(label, line), markup=False, highlight=False)
+        try:
+            out.print(self.prefixer.text(label, line), markup=False, highlight=False)
+        except BrokenPipeError:
+            if self.interrupts is not None:
+                self.interrupts.stdout_closed()
 
     async def main(self) -> int:
         working_dir = Path(self.args.file).resolve().parent
         plane = LocalPlane(working_dir=working_dir, network=self.args.network, state_file=self.state)
         async with Interrupts() as interrupts:
+            self.interrupts = interrupts
             try:
                 err.print(
                     f"starting the local plane (pods run in {working_dir}) ...", style="dim", markup=False
@@ -161,9 +168,10 @@ class JobRun:
                     markup=False,
                 )
             else:
+                cause = "stdout was closed" if interrupts.signum == signal.SIGPIPE else "interrupted"
                 err.print(
-                    f"interrupted: deleting {self.info.singular}/{self.name} and stopping its pods "
-                    "(again to hurry)",
+                    f"{cause}: deleting {self.info.singular}/{self.name} and stopping its pods "
+                    "(Ctrl-C to hurry)",
                     style="yellow",
                     markup=False,
                 )

@@ -7,7 +7,9 @@ a second one asks to hurry (skip the waiting, the node still kills and reaps eve
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import sys
 from types import TracebackType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -22,6 +24,15 @@ class Interrupts:
         self.signum: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
+    def stdout_closed(self) -> None:
+        """The reader of our stdout went away (`kubetrain run job.yaml | head`): stop as on SIGPIPE.
+
+        A shell would have killed us with SIGPIPE; we stop the same way as after Ctrl-C (delete
+        the job, stop the plane) so nothing is left behind, and exit 141 as the shell reports.
+        """
+        silence_stdout()
+        self._on_signal(signal.SIGPIPE)
+
     def _on_signal(self, signum: int) -> None:
         if self.first.is_set():
             self.second.set()
@@ -31,7 +42,7 @@ class Interrupts:
 
     @property
     def exit_code(self) -> int:
-        """128 + the signal number: 130 after Ctrl-C, 143 after SIGTERM."""
+        """128 + the signal number: 130 after Ctrl-C, 143 after SIGTERM, 141 for a closed stdout."""
         return 128 + (self.signum or signal.SIGINT)
 
     async def __aenter__(self) -> Interrupts:
@@ -46,6 +57,13 @@ class Interrupts:
         assert self._loop is not None
         for sig in SIGNALS:
             self._loop.remove_signal_handler(sig)
+
+
+def silence_stdout() -> None:
+    """Point fd 1 at /dev/null: later writes and the interpreter's final flush then succeed."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 async def first_of(*events: asyncio.Event, timeout: float | None = None) -> asyncio.Event | None:

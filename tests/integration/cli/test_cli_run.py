@@ -149,3 +149,37 @@ def test_timeout_fails_and_deletes_the_job(tmp_path: Path) -> None:
     result = kubetrain("run", str(write_job(tmp_path, job)), "--timeout", "2")
     assert result.returncode == 1
     assert "pytorchjob/slow: not finished after 2s; deleting it" in result.stderr
+
+
+def test_a_closed_stdout_stops_the_job_quietly_and_leaves_nothing(tmp_path: Path) -> None:
+    """`kubetrain run job.yaml | head -1`: once head exits, the job and plane go, no traceback."""
+    marker = f"kubetrain-test-{uuid.uuid4().hex}"
+    chatty = (
+        "import itertools, time\nfor i in itertools.count(): print('line', i, flush=True); time.sleep(0.05)"
+    )
+    job = pytorchjob("chatty", chatty, env={"KUBETRAIN_TEST_MARKER": marker})
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubetrain.cli.main", "run", "--no-status", str(write_job(tmp_path, job))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)},
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("master-0 | line ")
+        proc.stdout.close()  # what `head -1` does once it has its line
+        _, stderr = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 141, stderr
+    assert "stdout was closed: deleting pytorchjob/chatty" in stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    assert _processes_with(marker) == []
+    # The pod-address lock files stay by design: an flock dies with its holder, the file may not.
+    assert [p.name for p in temp.iterdir() if not p.name.startswith("kubetrain-podnet-")] == []
