@@ -58,10 +58,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ContainerConfigError, MountError, StartError
-from .netshim import ShimUnavailable
 from .network import PodNetwork
 from .paths import PathMap
 from .podview import build_podview
+from .preload import ShimUnavailable
 from .shims import client as wire
 from .shims import install as install_shims
 from .target import ExecTarget

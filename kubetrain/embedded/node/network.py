@@ -58,7 +58,8 @@ from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Literal
 
-from .netshim import ShimUnavailable, build_shim
+from .netshim import build_shim
+from .preload import ShimUnavailable
 
 NetworkMode = Literal["isolated", "host"]
 
