@@ -34,7 +34,7 @@ from kubetrain.client.aio import AsyncClient
 from kubetrain.client.errors import KubetrainError, NotFound
 from kubetrain.client.joblogs import JobLogFollower, Stream
 from kubetrain.client.kinds import resolve_kind
-from kubetrain.client.source import LoadedJob, load_one
+from kubetrain.client.source import STDIN, LoadedJob, load_one
 
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
 LOG_DRAIN_SECONDS = 5.0
@@ -49,7 +49,9 @@ def register(sub: SubParsers) -> None:
         "and exit 0 if the job Succeeded, 1 if it Failed, 2 if FILE is invalid. Pods run "
         "as local processes in FILE's directory (container images are not run).",
     )
-    run.add_argument("file", metavar="FILE", help="a job YAML/JSON (TFJob, PyTorchJob, XGBoostJob, ...)")
+    run.add_argument(
+        "file", metavar="FILE", help="a job YAML/JSON (TFJob, PyTorchJob, XGBoostJob, ...); - reads stdin"
+    )
     run.add_argument(
         "-n", "--namespace", default="default", help="namespace to run the job in (default: default)"
     )
@@ -121,7 +123,8 @@ class JobRun:
                 self.interrupts.stdout_closed()
 
     async def main(self) -> int:
-        working_dir = Path(self.args.file).resolve().parent
+        # The job's files are beside its YAML; for a job read from stdin, in the current directory.
+        working_dir = Path.cwd() if self.args.file == STDIN else Path(self.args.file).resolve().parent
         plane = LocalPlane(working_dir=working_dir, network=self.args.network, state_file=self.state)
         async with Interrupts() as interrupts:
             self.interrupts = interrupts

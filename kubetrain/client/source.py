@@ -7,6 +7,7 @@ as such (`InvalidInput`, exit code 2) and never as an API error.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from kubetrain.client.errors import InvalidInput, ValidationError
 
 JsonDict = dict[str, Any]
 JobSource = JsonDict | TrainingJob | str | os.PathLike[str]
+STDIN = "-"
+"""The file name that means standard input, as for kubectl's `-f -`."""
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,13 @@ def read_documents(source: JobSource) -> tuple[list[Any], str]:
         return [source], "<dict>"
     if isinstance(source, str) and _looks_like_yaml(source):
         text, label = source, "<yaml>"
+    elif source == STDIN:
+        text, label = sys.stdin.read(), "<stdin>"
     else:
         path = Path(source)
+        if path.is_dir():
+            hint = f"; did you mean {path / 'job.yaml'}?" if (path / "job.yaml").is_file() else ""
+            raise InvalidInput(f"{path}: is a directory (give the path of a job YAML/JSON file{hint})")
         if not path.is_file():
             raise InvalidInput(f"{path}: no such file (give the path of a job YAML/JSON file)")
         try:

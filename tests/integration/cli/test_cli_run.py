@@ -10,6 +10,7 @@ import time
 import uuid
 from pathlib import Path
 
+import yaml
 from cli_plane import jaxjob, pytorchjob, write_job
 
 REPO = Path(__file__).resolve().parents[3]
@@ -71,6 +72,22 @@ def test_invalid_job_exits_2_before_starting_anything(tmp_path: Path) -> None:
     assert "starting the local plane" not in result.stderr
     assert "Traceback" not in result.stderr
     assert time.monotonic() - started < 15
+
+
+def test_a_job_from_stdin_runs_in_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "data.txt").write_text("beside the job\n")
+    job = pytorchjob("piped", "print(open('data.txt').read().strip())")
+    result = subprocess.run(
+        [sys.executable, "-m", "kubetrain.cli.main", "run", "--no-status", "-"],
+        input=yaml.safe_dump(job),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "master-0 | beside the job" in result.stdout.splitlines()
 
 
 def test_missing_file_exits_2(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,20 @@ def test_dict_yaml_text_path_and_parsed_job(tmp_path: Path) -> None:
 def test_missing_file() -> None:
     with pytest.raises(InvalidInput, match="no such file"):
         load_one("/nonexistent/job.yaml")
+
+
+def test_a_directory_is_named_as_such_with_the_job_file_it_holds(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match=r"is a directory \(give the path of a job YAML/JSON file\)$"):
+        load_one(tmp_path)
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(pytorchjob()))
+    with pytest.raises(InvalidInput, match=f"did you mean {tmp_path / 'job.yaml'}"):
+        load_one(tmp_path)
+
+
+def test_dash_reads_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(yaml.safe_dump(pytorchjob("from-stdin"))))
+    job = load_one("-")
+    assert job.name == "from-stdin" and job.source == "<stdin>"
 
 
 def test_yaml_syntax_error_names_line(tmp_path: Path) -> None:
