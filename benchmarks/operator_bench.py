@@ -462,14 +462,24 @@ async def time_until_seen(
     """Seconds from calling `start` until `pods` pods and `services` services matching `selector`
     were seen ADDED on two watches opened before it, and the CPU seconds each meter read meanwhile
     (set-up such as opening the watches and warming connections is outside both)."""
+    wanted = [(ns.path("pods"), selector, pods), (ns.path("services"), selector, services)]
+    return await time_until_added(plane, wanted, start, meters)
+
+
+async def time_until_added(
+    plane: Plane,
+    wanted: list[tuple[str, str, int]],
+    start: Callable[[], Coroutine[Any, Any, None]],
+    meters: Meters,
+) -> tuple[float, dict[str, float]]:
+    """time_until_seen for any collections: (path, label selector, count) each, one watch each."""
     base = plane.base
-    async with plane.admin.session(8) as s:
-        pods_path, svcs_path = ns.path("pods"), ns.path("services")
-        pods_rv, svcs_rv = await list_rv(s, base, pods_path), await list_rv(s, base, svcs_path)
-        ready = [asyncio.Event(), asyncio.Event()]
+    async with plane.admin.session(4 + 2 * len(wanted)) as s:
+        rvs = [await list_rv(s, base, path) for path, _, _ in wanted]
+        ready = [asyncio.Event() for _ in wanted]
         watches = [
-            asyncio.create_task(count_added(s, base, pods_path, pods_rv, selector, pods, ready[0])),
-            asyncio.create_task(count_added(s, base, svcs_path, svcs_rv, selector, services, ready[1])),
+            asyncio.create_task(count_added(s, base, path, rv, selector, count, event))
+            for (path, selector, count), rv, event in zip(wanted, rvs, ready, strict=True)
         ]
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in ready)), timeout=60)
         cpu0 = {k: read() for k, read in meters.items()}
@@ -544,7 +554,8 @@ async def bulk_pods(plane: Plane, ns: Namespace, count: int) -> None:
         await asyncio.gather(*(one(i) for i in range(count)))
 
 
-async def install_crds(plane: Plane) -> None:
+async def install_crds(plane: Plane, texts: list[str] | None = None) -> None:
+    """Install CRDs (YAML texts; default: those of the registered kinds) and wait until served."""
     import yaml
 
     from kubetrain.api.crds import generate
@@ -554,7 +565,7 @@ async def install_crds(plane: Plane) -> None:
     assert plane.kubeconfig is not None
     client = await KubeClient.from_kubeconfig(plane.kubeconfig, plane.context, qps=0)
     async with client:
-        await install(client, [yaml.safe_load(t) for t in generate().values()])
+        await install(client, [yaml.safe_load(t) for t in texts or generate().values()])
 
 
 # ---- the run ------------------------------------------------------------------------------------
