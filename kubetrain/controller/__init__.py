@@ -7,5 +7,5 @@ Entry points (`kubetrain.controller.reconciler`):
 
 `plan.py` and `config.py` are the contract with the runtime; `events.py` holds the event reasons
 and messages both sides spell (and `failure_event` for writes that failed). Where and why the
-reconciler departs from upstream is listed in `DIFFERENCES.md` beside this file.
+reconciler departs from upstream is listed in docs/differences.md.
 """
