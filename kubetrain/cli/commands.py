@@ -37,6 +37,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("operator", "operator", "run the operator against a Kubernetes cluster (upstream's flags)"),
     Command("install", "install", "install (or upgrade, or remove) the operator on a cluster"),
     Command("node", "node", "join a cluster as a node that runs its pods as local processes"),
+    Command("completion", "completion", "print the shell completion script (bash, zsh, fish)"),
 )
 HELP: dict[str, str] = {command.name: command.help for command in COMMANDS}
 """What each module passes as `help=` to `add_parser`, so the listing and the command agree."""

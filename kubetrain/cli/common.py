@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from rich.console import Console
 
-from kubetrain.client.aio import AsyncClient
+if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio: only for commands that talk to a cluster
+    from kubetrain.client.aio import AsyncClient
 
 T = TypeVar("T")
 Handler = Callable[[argparse.Namespace], int]
@@ -51,6 +52,8 @@ def target_parser() -> argparse.ArgumentParser:
 
 
 async def connect(args: argparse.Namespace) -> AsyncClient:
+    from kubetrain.client.aio import AsyncClient
+
     return await AsyncClient.connect(args.kubeconfig, args.context, args.namespace)
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from kubetrain.cli import output
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, target_parser, with_client
-from kubetrain.client.aio import AsyncClient
+
+if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
+    from kubetrain.client.aio import AsyncClient
 
 
 def register(sub: SubParsers) -> None:

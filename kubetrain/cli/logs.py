@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import TYPE_CHECKING
 
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, non_negative_int, out, target_parser, with_client
 from kubetrain.cli.prefixer import Prefixer, container_label
 from kubetrain.client import jobstate
-from kubetrain.client.aio import AsyncClient
 from kubetrain.client.errors import ApiFailure, InvalidInput, NotFound
 from kubetrain.client.joblogs import JobLogFollower, Stream
 from kubetrain.client.kinds import resolve_kind
+
+if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
+    from kubetrain.client.aio import AsyncClient
 
 JsonDict = dict
 

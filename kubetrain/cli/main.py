@@ -16,6 +16,7 @@ from importlib import import_module
 
 from kubetrain import __version__
 from kubetrain.cli.commands import COMMANDS, command_in
+from kubetrain.cli.completion import complete_if_asked
 from kubetrain.client.errors import EXIT_INVALID, KubetrainError
 
 EXIT_INTERRUPTED = 130
@@ -74,6 +75,7 @@ def _configure_logging(verbosity: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    complete_if_asked(build_parser)  # a shell's Tab: answers and exits
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, positive_float, target_parser, with_client
 from kubetrain.client import jobstate
-from kubetrain.client.aio import BACKGROUND, FOREGROUND, AsyncClient
 from kubetrain.client.kinds import resolve_kind
 
-CASCADE = {"foreground": FOREGROUND, "background": BACKGROUND}
+if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
+    from kubetrain.client.aio import AsyncClient
+
+CASCADE = ("background", "foreground")
 
 
 def register(sub: SubParsers) -> None:
@@ -26,7 +29,7 @@ def register(sub: SubParsers) -> None:
     delete.add_argument("name", metavar="NAME")
     delete.add_argument(
         "--cascade",
-        choices=sorted(CASCADE),
+        choices=CASCADE,
         default="foreground",
         help="foreground (default: pods go first) or background (kubectl's default)",
     )
@@ -59,7 +62,7 @@ def register(sub: SubParsers) -> None:
 
 async def _delete(client: AsyncClient, args: argparse.Namespace) -> int:
     info = resolve_kind(args.kind)
-    await client.delete(args.kind, args.name, CASCADE[args.cascade])
+    await client.delete(args.kind, args.name, args.cascade.capitalize())  # the propagationPolicy
     if args.wait:
         await client.wait_deleted(args.kind, args.name, args.timeout)
     out.print(f'{info.singular}.{info.group} "{args.name}" deleted', markup=False)

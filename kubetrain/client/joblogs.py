@@ -12,11 +12,13 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubetrain.client.aio import AsyncClient
 from kubetrain.client.errors import ApiFailure, KubetrainError, NotFound
 from kubetrain.client.jobstate import replica_label
+
+if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
+    from kubetrain.client.aio import AsyncClient
 
 JsonDict = dict[str, Any]
 Emit = Callable[["Stream", str], None]
