@@ -39,6 +39,10 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 """Errors, progress and status go to stderr."""
 
 
+KIND_HELP = "tfjob, pytorchjob, mpijob, ... (any case, plural or singular)"
+"""The help of every command's KIND argument."""
+
+
 def target_parser() -> argparse.ArgumentParser:
     """A parent parser with kubectl's connection flags."""
     parent = argparse.ArgumentParser(add_help=False)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kubetrain.cli import output
 from kubetrain.cli.commands import HELP
-from kubetrain.cli.common import SubParsers, err, out, target_parser, with_client
+from kubetrain.cli.common import KIND_HELP, SubParsers, err, out, target_parser, with_client
 
 if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
     from kubetrain.client.aio import AsyncClient
@@ -21,16 +21,20 @@ def register(sub: SubParsers) -> None:
         help=HELP["get"],
         description="List jobs of every kind (no KIND), of one kind, or show one job.",
     )
-    get.add_argument(
-        "kind", nargs="?", metavar="KIND", help="tfjob, pytorchjob, ... (any case, plural or singular)"
-    )
+    get.add_argument("kind", nargs="?", metavar="KIND", help=KIND_HELP)
     get.add_argument("name", nargs="?", metavar="NAME", help="a job name")
     get.add_argument("-o", "--output", choices=output.FORMATS[1:], help="output format (default: a table)")
     get.set_defaults(handler=with_client(_get))
 
-    describe = sub.add_parser("describe", parents=[parent], help=HELP["describe"])
-    describe.add_argument("kind", metavar="KIND")
-    describe.add_argument("name", metavar="NAME")
+    describe = sub.add_parser(
+        "describe",
+        parents=[parent],
+        help=HELP["describe"],
+        description="Show one job as kubectl describe does: its spec summary, conditions, replica "
+        "statuses, pods (phase, node, restarts, exit codes) and events, oldest first.",
+    )
+    describe.add_argument("kind", metavar="KIND", help=KIND_HELP)
+    describe.add_argument("name", metavar="NAME", help="the job's name")
     describe.set_defaults(handler=with_client(_describe))
 
 

@@ -7,7 +7,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from kubetrain.cli.commands import HELP
-from kubetrain.cli.common import SubParsers, err, non_negative_int, out, target_parser, with_client
+from kubetrain.cli.common import KIND_HELP, SubParsers, err, non_negative_int, out, target_parser, with_client
 from kubetrain.cli.prefixer import Prefixer, container_label
 from kubetrain.client import jobstate
 from kubetrain.client.errors import ApiFailure, InvalidInput, NotFound
@@ -28,8 +28,8 @@ def register(sub: SubParsers) -> None:
         description="`logs KIND NAME` prints every replica's log prefixed by replica (`worker-1 | ...`), "
         "or one replica's with --replica; `logs POD` prints one pod's log.",
     )
-    logs.add_argument("first", metavar="KIND|POD")
-    logs.add_argument("name", metavar="NAME", nargs="?")
+    logs.add_argument("first", metavar="KIND|POD", help=f"a job's kind ({KIND_HELP}), or a pod's name")
+    logs.add_argument("name", metavar="NAME", nargs="?", help="the job's name (after KIND)")
     logs.add_argument("--replica", metavar="TYPE-INDEX", help="only this replica, e.g. worker-1 or master-0")
     logs.add_argument("-c", "--container", help="container name (default: the job kind's main container)")
     logs.add_argument(

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from kubetrain.cli.commands import HELP
-from kubetrain.cli.common import SubParsers, err, out, positive_float, target_parser, with_client
+from kubetrain.cli.common import KIND_HELP, SubParsers, err, out, positive_float, target_parser, with_client
 from kubetrain.client import jobstate
 from kubetrain.client.kinds import resolve_kind
 
@@ -25,8 +25,8 @@ def register(sub: SubParsers) -> None:
         description="Delete a job. Foreground cascade (default): the job stays, terminating, until the "
         "garbage collector removed its pods; --wait blocks until then.",
     )
-    delete.add_argument("kind", metavar="KIND")
-    delete.add_argument("name", metavar="NAME")
+    delete.add_argument("kind", metavar="KIND", help=KIND_HELP)
+    delete.add_argument("name", metavar="NAME", help="the job's name")
     delete.add_argument(
         "--cascade",
         choices=CASCADE,
@@ -46,8 +46,8 @@ def register(sub: SubParsers) -> None:
         description="Exit 0 when the job reaches a wanted condition; with the default "
         "(Succeeded or Failed), exit 1 if it Failed.",
     )
-    wait.add_argument("kind", metavar="KIND")
-    wait.add_argument("name", metavar="NAME")
+    wait.add_argument("kind", metavar="KIND", help=KIND_HELP)
+    wait.add_argument("name", metavar="NAME", help="the job's name")
     wait.add_argument(
         "--for",
         dest="for_",

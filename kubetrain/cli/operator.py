@@ -128,7 +128,9 @@ def register(sub: SubParsers) -> None:
         const=True,
         default=False,
         type=go_bool,
-        help="create or update the job CRDs at start (needs the right to write CRDs)",
+        metavar="BOOL",
+        help="create or update the job CRDs at start (needs the right to write CRDs); "
+        "--install-crds alone means true",
     )
 
     ctl = p.add_argument_group("controllers (upstream flags)")
@@ -213,7 +215,13 @@ def register(sub: SubParsers) -> None:
         help=f"/healthz and /readyz (default {DEFAULT_PROBE_ADDRESS}, loopback only; :8081 is every "
         "interface; 0 disables)",
     )
-    srv.add_argument("--webhook-server-port", type=port_number, default=DEFAULT_PORT, metavar="PORT")
+    srv.add_argument(
+        "--webhook-server-port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        metavar="PORT",
+        help=f"the webhook's port (default {DEFAULT_PORT}, upstream's)",
+    )
     srv.add_argument(
         "--webhook-host",
         default=LOOPBACK,
@@ -260,7 +268,8 @@ def register(sub: SubParsers) -> None:
         const=True,
         default=False,
         type=go_bool,
-        help="only the holder of the Lease reconciles",
+        metavar="BOOL",
+        help="only the holder of the Lease reconciles; --leader-elect alone means true",
     )
     le.add_argument("--leader-election-id", default=DEFAULT_LEASE_NAME, metavar="NAME", help="the Lease name")
     le.add_argument(
@@ -293,7 +302,12 @@ def register(sub: SubParsers) -> None:
     )
 
     lg = p.add_argument_group("process")
-    lg.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    lg.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="the least severe level logged (default info)",
+    )
     lg.add_argument(
         "--log-format",
         choices=("text", "json"),

@@ -25,11 +25,22 @@ from kubetrain.client.source import load_jobs, read_documents
 
 
 def register(sub: SubParsers) -> None:
-    validate = sub.add_parser("validate", help=HELP["validate"])
-    validate.add_argument("files", metavar="FILE", nargs="+")
+    validate = sub.add_parser(
+        "validate",
+        help=HELP["validate"],
+        description="Check each job in FILE (YAML/JSON, several documents allowed) as the upstream "
+        "webhook and controllers would, without a cluster: exit 0 when every job is valid, 2 with "
+        "the field errors (field path, what is wrong, the allowed values) otherwise.",
+    )
+    validate.add_argument("files", metavar="FILE", nargs="+", help="job files (YAML or JSON)")
     validate.set_defaults(handler=_validate)
 
-    crds = sub.add_parser("crds", help=HELP["crds"])
+    crds = sub.add_parser(
+        "crds",
+        help=HELP["crds"],
+        description="List the CustomResourceDefinitions of the kinds kubetrain serves (group, "
+        "versions, scope); --print writes them as YAML, the same as manifests/crds, for kubectl apply.",
+    )
     crds.add_argument(
         "--print",
         dest="print_yaml",

@@ -67,3 +67,24 @@ def test_a_command_imports_its_own_module_only() -> None:
     )
     assert "kubetrain.cli.validate" in loaded
     assert not {"kubetrain.cli.run", "kubetrain.cli.operator", "kubetrain.cli.node"} & loaded
+
+
+def test_every_command_has_a_description_and_every_argument_a_help_text() -> None:
+    missing = []
+    for name, parser in _subparsers(build_parser()).items():
+        if not parser.description:
+            missing.append(f"{name}: description")
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            what = "/".join(action.option_strings) or action.dest
+            if not action.help:
+                missing.append(f"{name} {what}: help")
+            if action.option_strings and action.nargs == "?" and action.metavar is None:
+                missing.append(f"{name} {what}: metavar (argparse shows the dest, e.g. [INSTALL_CRDS])")
+    assert missing == []
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
