@@ -1,12 +1,13 @@
 """`kubetrain operator`: the operator process for a real cluster, with upstream's flags.
 
-Upstream's flags (spec §9.1) keep their names and meanings, so an upstream Deployment's `args`
-work unchanged (`--leader-elect=false` style booleans included). Some defaults differ on purpose
-and say so in `--help`: `--controller-threads` (4, not 1), `--kube-api-qps/--kube-api-burst`
-(500/1000, not 20/30; see `RuntimeConfig` for why), and every listener binds loopback
-(`--metrics-bind-address 127.0.0.1:8080`, `--health-probe-bind-address 127.0.0.1:8081`,
-`--webhook-host 127.0.0.1`; upstream binds every interface) so that an operator started on a
-workstation serves nothing to the network; the Deployment passes the in-cluster addresses.
+Upstream's flags (docs/upstream-behaviour.md#operator-flags) keep their names and meanings, so an
+upstream Deployment's `args` work unchanged (`--leader-elect=false` style booleans included). Some
+defaults differ on purpose and say so in `--help`: `--controller-threads` (4, not 1),
+`--kube-api-qps/--kube-api-burst` (500/1000, not 20/30; see `RuntimeConfig` for why), and every
+listener binds loopback (`--metrics-bind-address 127.0.0.1:8080`, `--health-probe-bind-address
+127.0.0.1:8081`, `--webhook-host 127.0.0.1`; upstream binds every interface) so that an operator
+started on a workstation serves nothing to the network; the Deployment passes the in-cluster
+addresses.
 Ours add the connection (`--kubeconfig`, `--context`; in-cluster config otherwise),
 `--install-crds`, the webhook certificate source and listen host, the lease timings (short
 leases make failover tests fast) and the log format.

@@ -36,7 +36,7 @@ ROTATION_INTERVAL = 3600.0
 
 @dataclass(frozen=True)
 class WebhookOptions:
-    """`--webhook-*` flags; defaults are upstream's (spec §9.1)."""
+    """`--webhook-*` flags; defaults are upstream's (docs/upstream-behaviour.md#operator-flags)."""
 
     port: int = DEFAULT_PORT
     host: str | None = None

@@ -62,7 +62,8 @@ def http_status(exc: BaseException) -> int | None:
 
 @dataclass(frozen=True)
 class CertConfig:
-    """Where the certificates live; defaults are upstream's flag defaults (spec §9.1)."""
+    """Where the certificates live; defaults are upstream's flag defaults
+    (docs/upstream-behaviour.md#operator-flags)."""
 
     cert_dir: Path
     namespace: str = DEFAULT_NAMESPACE

@@ -3,7 +3,7 @@
 `kubetrain up` runs as a subprocess, as a user starts it, on a free port; the tests reach it only
 through the kubeconfig it writes, with `kubeflow.training.TrainingClient` from kubeflow-training 1.9.x
 and the official sync `kubernetes` client it depends on. They follow upstream's SDK e2e
-(sdk/python/test/e2e/test_e2e_pytorchjob.py, spec/upstream-behavior.md §11.1):
+(sdk/python/test/e2e/test_e2e_pytorchjob.py, docs/upstream-behaviour.md#python-sdk):
 
 * a PyTorchJob built from the SDK's models (Master + Worker, a gloo all_reduce): create_job,
   wait_for_job_conditions, get_job_conditions (upstream's verify_job_e2e), get_job_pod_names,

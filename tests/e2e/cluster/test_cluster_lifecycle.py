@@ -1,5 +1,6 @@
 """Every kind's lifecycle on a real cluster: success, failure, restart, suspend/resume,
-cleanPodPolicy, TTL and activeDeadlineSeconds (spec §12), one single-pod job per case."""
+cleanPodPolicy, TTL and activeDeadlineSeconds (docs/upstream-behaviour.md#lifecycle), one single-pod
+job per case."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""ChainerJob and Caffe2Job (kubeflow.org/v1alpha1, spec §6) reconciled by the real runtime,
-from the examples of their archived operators."""
+"""ChainerJob and Caffe2Job (kubeflow.org/v1alpha1, docs/upstream-behaviour.md#chainerjob and
+#caffe2job) reconciled by the real runtime, from the examples of their archived operators."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""training-operator's MPIJob v1 controller behaviours (spec §4.7, §11.2) through the real runtime.
+"""training-operator's MPIJob v1 controller behaviours through the real runtime
+(docs/upstream-behaviour.md#mpijob-v1, #upstream-tests).
 
 The v1 mechanics: a ConfigMap with the hostfile and `kubexec.sh`, a ServiceAccount, Role and
 RoleBinding that let the launcher `kubectl exec` into exactly its workers, workers that only

@@ -1,4 +1,5 @@
-"""mpi-operator's integration suite (spec §11.3) against the real runtime: MPIJob v2beta1 over HTTP.
+"""mpi-operator's integration suite against the real runtime: MPIJob v2beta1 over HTTP
+(docs/upstream-behaviour.md#upstream-tests).
 
 Each test mirrors one of `test/integration/mpi_job_controller_test.go`: the operator's writes
 are observed through the API server; the test plays the kubelet (pod status) and the batch/v1

@@ -94,7 +94,8 @@ async def wait_for(
 
 @dataclass(frozen=True)
 class KindCase:
-    """A kind's smallest interesting job and the texts its status rule writes (spec §4)."""
+    """A kind's smallest interesting job and the texts its status rule writes
+    (docs/upstream-behaviour.md#status-rules)."""
 
     kind: str
     replica_types: tuple[str, ...]

@@ -1,5 +1,6 @@
-"""Suspend/resume, managedBy and invalid jobs end to end (spec §3.4, §3.5, §3.12, §11.2, §12): the
-same condition lists as the planner's unit tests (tests/unit/controller/test_lifecycle.py)."""
+"""Suspend/resume, managedBy and invalid jobs end to end: the same condition lists as the planner's
+unit tests (tests/unit/controller/test_lifecycle.py). Upstream's behaviour:
+docs/upstream-behaviour.md#reconcile, #conditions, #upstream-tests, #lifecycle."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Run-policy scenarios end to end (spec §3.6-§3.9, §11.2, §12): the same actions and conditions as
-the planner's unit tests (tests/unit/controller/test_policies.py), observed through the API server."""
+"""Run-policy scenarios end to end: the same actions and conditions as the planner's unit tests
+(tests/unit/controller/test_policies.py), observed through the API server. Upstream's behaviour:
+docs/upstream-behaviour.md#replica-pods, #limits, #clean-pod-policy, #ttl, #upstream-tests, #lifecycle."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ async def test_on_failure_pod_failed_is_deleted_and_recreated(cluster: Cluster) 
     created = ("Created", "True", "PyTorchJobCreated", "PyTorchJob onfail is created.")
     running = ("Running", "True", "PyTorchJobRunning", "PyTorchJob onfail is running.")
     # The pod pass records the event; the kind's status rule (Running from the master, then
-    # Restarting for the failed worker) leaves its own text in the condition (spec §3.6, §4.2.3).
+    # Restarting for the failed worker) leaves its own text in the condition
+    # (docs/upstream-behaviour.md#replica-pods, #pytorchjob).
     restarting = (
         "Restarting",
         "True",

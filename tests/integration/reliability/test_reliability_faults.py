@@ -1,6 +1,6 @@
 """409 conflicts, 5xx and 429 answers injected by the server are survived: every job still ends
-right, no pod is created twice, and every injected fault was actually hit (spec
-performance-reliability §3.2 "API server down / 429 / 5xx", "409 Conflict on status")."""
+right, no pod is created twice, and every injected fault was actually hit
+(docs/upstream-behaviour.md#failure-modes: an API server answering 429 or 5xx, 409 Conflict on status)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Deterministic kills in the narrow windows that random kills only sometimes hit: right after the
 operator's first write of a kind, the next incarnation must finish the job exactly as if nothing
-happened (spec performance-reliability §3.2: "Operator restart mid-job", trainer#1186)."""
+happened (docs/upstream-behaviour.md#failure-modes: an operator restart mid-job, kubeflow/trainer#1186)."""
 
 from __future__ import annotations
 

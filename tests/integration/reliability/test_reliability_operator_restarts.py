@@ -1,6 +1,6 @@
 """The operator is killed (tasks cancelled where they stand, no drain) and restarted at seeded random
 points of 20 concurrent job lifecycles: no duplicate pod, no lost job, the final status right
-(spec performance-reliability §3.2 "Operator restart mid-job", §5 test matrix 3)."""
+(docs/upstream-behaviour.md#failure-modes: an operator restart mid-job, kubeflow/trainer#1186)."""
 
 from __future__ import annotations
 

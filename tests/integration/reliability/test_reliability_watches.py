@@ -1,5 +1,5 @@
-"""Watches broken and resourceVersions compacted mid-run by the server: nothing missed (spec
-performance-reliability §3.2 "410 Gone on watch"; kubernetes_asyncio#327, python-base#57)."""
+"""Watches broken and resourceVersions compacted mid-run by the server: nothing missed
+(docs/upstream-behaviour.md#failure-modes: 410 Gone on watch; kubernetes_asyncio#327, python-base#57)."""
 
 from __future__ import annotations
 

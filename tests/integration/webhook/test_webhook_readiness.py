@@ -1,7 +1,8 @@
 """Probes and metrics as the kubelet and Prometheus see them, with the webhook as a readiness gate.
 
 Upstream's `/readyz` turns ready only after the webhook certificates exist and the webhook server
-serves (spec §9.1); the same composition is built here from the public pieces.
+serves (docs/upstream-behaviour.md#operator-flags); the same composition is built here from the
+public pieces.
 """
 
 from __future__ import annotations

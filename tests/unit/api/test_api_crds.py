@@ -63,7 +63,7 @@ def test_names_and_versions(kind: str) -> None:
         "listKind": f"{kind}List",
         "plural": info.plural,
         "singular": info.singular,
-    }  # no shortNames, no categories (spec §1.1)
+    }  # no shortNames, no categories (docs/upstream-behaviour.md#api-surface)
     assert crd["spec"]["scope"] == "Namespaced"
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)

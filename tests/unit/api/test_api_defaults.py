@@ -1,4 +1,5 @@
-"""In-memory defaults per kind (spec §7): table-driven, plus copy-on-write and idempotence."""
+"""In-memory defaults per kind (docs/upstream-behaviour.md#defaults): table-driven, plus copy-on-write
+and idempotence."""
 
 from __future__ import annotations
 

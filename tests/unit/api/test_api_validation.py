@@ -1,5 +1,6 @@
 # ruff: noqa: E501  (rows hold exact upstream messages; splitting them would hide what is compared)
-"""Webhook validation per kind with upstream's exact messages (spec §8), then kubetrain's additions.
+"""Webhook validation per kind with upstream's exact messages (docs/upstream-behaviour.md#validation),
+then kubetrain's additions.
 
 Tables follow upstream's `pkg/webhooks/*/*_webhook_test.go` cases; each row is
 (case id, raw job, expected error strings in order).
@@ -350,7 +351,8 @@ def _with_run_policy(kind: str, **policy: Any) -> dict[str, Any]:
             "PaddleJob",
             ['spec.runPolicy.managedBy: Invalid value: "kueue.x-k8s.io/multikueue": field is immutable'],
         ),
-        ("PyTorchJob", []),  # upstream compares the new object with itself (spec §13.10)
+        # upstream compares the new object with itself (docs/upstream-behaviour.md#quirks-kept)
+        ("PyTorchJob", []),
         ("JAXJob", []),  # no managedBy check at all
         ("MXJob", []),
     ],

@@ -1,4 +1,5 @@
-"""PyTorchJob: env order and values, init container, HPA and status rules (spec §4.2 / §11.2)."""
+"""PyTorchJob: env order and values, init container, HPA and status rules
+(docs/upstream-behaviour.md#pytorchjob, #pytorchjob-elastic, #upstream-tests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TFJob: TF_CONFIG bytes, master role and the status rules of spec §4.1 / §11.2."""
+"""TFJob: TF_CONFIG bytes, master role and status rules (docs/upstream-behaviour.md#tfjob,
+#upstream-tests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""XGBoostJob and MXJob: env, master role and status rules (spec §4.4, §4.6, §13.11)."""
+"""XGBoostJob and MXJob: env, master role and status rules (docs/upstream-behaviour.md#xgboostjob,
+#mxjob, #quirks-kept)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ChainerJob and Caffe2Job plans (spec §6): their expansion, env, labels and status rules."""
+"""ChainerJob and Caffe2Job plans (docs/upstream-behaviour.md#chainerjob, #caffe2job): their
+expansion, env, labels and status rules."""
 
 from __future__ import annotations
 

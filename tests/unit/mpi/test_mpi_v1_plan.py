@@ -1,5 +1,5 @@
-"""MPIJob v1 plans: training-operator's MPIJob controller tests (spec §11.2) as plan tests, with
-the exact objects of spec §4.7."""
+"""MPIJob v1 plans: training-operator's MPIJob controller tests as plan tests, with the exact
+objects (docs/upstream-behaviour.md#upstream-tests, #mpijob-v1)."""
 
 from __future__ import annotations
 

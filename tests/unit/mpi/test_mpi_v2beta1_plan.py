@@ -1,5 +1,5 @@
-"""MPIJob v2beta1 plans: mpi-operator's integration suite (spec §11.3) replayed as plan tests,
-plus the exact objects of spec §5.4."""
+"""MPIJob v2beta1 plans: mpi-operator's integration suite replayed as plan tests, plus the exact
+objects (docs/upstream-behaviour.md#upstream-tests, #mpijob-v2beta1-objects)."""
 
 from __future__ import annotations
 
