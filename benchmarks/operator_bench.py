@@ -1,6 +1,6 @@
 """Operator throughput and memory against an API server: the embedded one, or any server a
-kubeconfig names (issue 3 and issue 10; spec performance-reliability §1.4, §1.7, §5). Prints
-figures; asserts nothing.
+kubeconfig names (issue 3 and issue 10; upstream's figures: docs/upstream-behaviour.md#client-rate-limits,
+#caches). Prints figures; asserts nothing.
 
     python benchmarks/operator_bench.py [--sizes 1,100,1000] [--rss-pods 10000]
     python benchmarks/operator_bench.py --kubeconfig /tmp/cp/kubeconfig [--context C] [--server-pids P,P]
@@ -66,7 +66,8 @@ JsonDict = dict[str, Any]
 JOB_LABEL = "training.kubeflow.org/job-name"
 OPERATOR_LABEL = "training.kubeflow.org/operator-name"
 RAW_IN_FLIGHT = 128
-UPSTREAM_1000_S = 98.0  # spec §1.4: (2N - 30) / 20 QPS at upstream's defaults
+# (2N - 30) / 20 s at upstream's defaults (docs/upstream-behaviour.md#client-rate-limits)
+UPSTREAM_1000_S = 98.0
 RUN_ID = uuid.uuid4().hex[:6]
 Meters = dict[str, Callable[[], float | None]]
 """CPU-seconds readers by name, read when a timed measurement starts and ends."""

@@ -1,4 +1,4 @@
-"""How long one `plan()` call takes for big jobs (design §6: benchmarks print, never assert).
+"""How long one `plan()` call takes for big jobs (benchmarks print figures, they never assert).
 
     PYTHONPATH=. python benchmarks/plan_bench.py [--runs N]
 

@@ -7,7 +7,7 @@ and indexed by `kubetrain.runtime.cache.Store` exactly as the pod informer does.
     python benchmarks/runtime_cache_memory.py [--pods 10000] [--full]
 
 `--full` also measures storing the untrimmed dicts (what a cache without trimming would cost).
-Target (spec performance-reliability §1.7): < 100 MB over empty for 10,000 pods.
+Target (docs/upstream-behaviour.md#caches): < 100 MB over empty for 10,000 pods.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ starts in its own process; this process creates a JAXJob of N workers whose cont
 A phase that does not end within `--timeout` seconds prints `>TIMEOUT` and the run goes on to the
 next phase. `--tree DIR` runs the plane from another source tree (e.g. `git archive` of an older
 commit) for before/after figures; `--profile OUT` writes a cProfile of the plane per run.
-Benchmarks print figures and never assert (design §6).
+Benchmarks print figures and never assert.
 """
 
 from __future__ import annotations

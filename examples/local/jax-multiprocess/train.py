@@ -1,6 +1,7 @@
 """JAX multi-controller training on CPU, configured by the JAXJob env contract.
 
-Every pod gets COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID (spec §4.5);
+Every pod gets COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID
+(docs/upstream-behaviour.md#jaxjob);
 `jax.distributed.initialize` turns them into one runtime whose global device list spans all
 processes (process 0 hosts the coordination service). Then:
 

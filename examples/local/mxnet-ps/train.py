@@ -2,7 +2,7 @@
 
 The MXJob operator gives every pod DMLC_ROLE (scheduler | server | worker), DMLC_PS_ROOT_URI and
 DMLC_PS_ROOT_PORT (the scheduler's address), DMLC_NUM_SERVER, DMLC_NUM_WORKER, DMLC_WORKER_ID on
-workers and MX_CONFIG (spec §4.6). As in MXNet's ps-lite:
+workers and MX_CONFIG (docs/upstream-behaviour.md#mxjob). As in MXNet's ps-lite:
 
 * the scheduler listens on DMLC_PS_ROOT_PORT; servers and workers register with it; once all
   DMLC_NUM_SERVER + DMLC_NUM_WORKER nodes are in, it sends everyone the server list, and when

@@ -1,11 +1,11 @@
 """Distributed XGBoost (the collective: rabit tracker + allreduce) on iris.
 
-Demonstrates the XGBoostJob env contract (spec §4.4): every pod gets MASTER_ADDR, MASTER_PORT,
-WORLD_SIZE and RANK. Rank 0 (the Master pod) starts xgboost's RabitTracker listening on
-MASTER_PORT; every rank joins it with `collective.CommunicatorContext`, loads its own shard of
-iris and calls `xgb.train`: the histograms are all-reduced, so every rank builds the same trees.
-Each rank checks that its model equals rank 0's (a broadcast of the model's checksum); rank 0
-prints the accuracy on a held-out set.
+Demonstrates the XGBoostJob env contract (docs/upstream-behaviour.md#xgboostjob): every pod gets
+MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK. Rank 0 (the Master pod) starts xgboost's
+RabitTracker listening on MASTER_PORT; every rank joins it with `collective.CommunicatorContext`,
+loads its own shard of iris and calls `xgb.train`: the histograms are all-reduced, so every rank
+builds the same trees. Each rank checks that its model equals rank 0's (a broadcast of the model's
+checksum); rank 0 prints the accuracy on a held-out set.
 """
 
 from __future__ import annotations
