@@ -66,7 +66,8 @@ async def _logs(client: AsyncClient, args: argparse.Namespace) -> int:
             f'{info.singular} "{args.name}" has no pods (yet): see `kubetrain describe '
             f"{info.singular} {args.name}`"
         )
-    prefixer = Prefixer(jobstate.replica_label(p, args.name) for p in pods) if len(pods) > 1 else None
+    # One replica asked for: its lines as they are, as with -f; else each line names its replica.
+    prefixer = None if args.replica else Prefixer(jobstate.replica_label(p, args.name) for p in pods)
     for pod in pods:
         container = args.container or _main_container(pod, info.default_container)
         label = jobstate.replica_label(pod, args.name)
@@ -105,11 +106,22 @@ async def _follow_job(
     def emit(stream: Stream, line: str) -> None:
         if args.container and stream.container != args.container:
             return
+        if args.replica:  # as without -f: the main container (or -c's), its lines unprefixed
+            if not (args.container or stream.sole or stream.container == default_container):
+                return
+            out.print(line, markup=False, highlight=False)
+            return
         label = container_label(stream.replica, stream.container, default_container, stream.init)
         out.print(prefixer.text(label, line), markup=False, highlight=False)
 
     follower = JobLogFollower(
-        client, args.name, emit, replica=args.replica, timestamps=args.timestamps, include_init=False
+        client,
+        args.name,
+        emit,
+        replica=args.replica,
+        timestamps=args.timestamps,
+        include_init=False,
+        tail=args.tail,
     )
     task = asyncio.create_task(follower.run())
     try:

@@ -36,6 +36,8 @@ class Stream:
     replica: str
     init: bool
     instance: str
+    sole: bool = False
+    """The pod has this one app container: it is the main one whatever its name."""
 
 
 def streams_to_start(pod: JsonDict, job_name: str) -> list[tuple[Stream, bool]]:
@@ -46,6 +48,7 @@ def streams_to_start(pod: JsonDict, job_name: str) -> list[tuple[Stream, bool]]:
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     replica = replica_label(pod, job_name)
     pod_name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
+    sole = len((pod.get("spec") or {}).get("containers") or ()) <= 1
     out: list[tuple[Stream, bool]] = []
     for init, key in ((True, "initContainerStatuses"), (False, "containerStatuses")):
         for cs in status.get(key) or ():
@@ -53,7 +56,7 @@ def streams_to_start(pod: JsonDict, job_name: str) -> list[tuple[Stream, bool]]:
             last = (cs.get("lastState") or {}).get("terminated")
             if last:
                 ident = str(last.get("containerID") or last.get("startedAt") or "previous")
-                out.append((Stream(pod_name, uid, name, replica, init, ident), True))
+                out.append((Stream(pod_name, uid, name, replica, init, ident, sole and not init), True))
             state = cs.get("state") or {}
             current = state.get("running") or state.get("terminated")
             if current:
@@ -63,7 +66,7 @@ def streams_to_start(pod: JsonDict, job_name: str) -> list[tuple[Stream, bool]]:
                     or current.get("startedAt")
                     or f"restart-{cs.get('restartCount', 0)}"
                 )
-                out.append((Stream(pod_name, uid, name, replica, init, ident), False))
+                out.append((Stream(pod_name, uid, name, replica, init, ident, sole and not init), False))
     return out
 
 
@@ -83,6 +86,7 @@ class JobLogFollower:
         replica: str | None = None,
         timestamps: bool = False,
         include_init: bool = True,
+        tail: int | None = None,
     ) -> None:
         self.client = client
         self.job_name = job_name
@@ -90,6 +94,9 @@ class JobLogFollower:
         self.replica = replica.lower() if replica else None
         self.timestamps = timestamps
         self.include_init = include_init
+        self.tail = tail
+        """Only the last N lines of the instances that already ran when we started (kubectl's
+        `logs -f --tail N`); instances started later are new output, streamed whole."""
         self._seen: set[tuple[str, str, str]] = set()
         self._tasks: dict[asyncio.Task[None], Stream] = {}
         self._running: set[tuple[str, str]] = set()
@@ -117,8 +124,9 @@ class JobLogFollower:
             if key in self._seen:
                 continue
             self._seen.add(key)
+            tail = None if self.listed.is_set() else self.tail
             task = asyncio.create_task(
-                self._stream(stream, previous), name=f"logs {stream.pod}/{stream.container}"
+                self._stream(stream, previous, tail), name=f"logs {stream.pod}/{stream.container}"
             )
             self._tasks[task] = stream
             task.add_done_callback(self._forget)
@@ -136,13 +144,14 @@ class JobLogFollower:
             else:
                 self._running.discard(key)
 
-    async def _stream(self, stream: Stream, previous: bool) -> None:
+    async def _stream(self, stream: Stream, previous: bool, tail: int | None) -> None:
         for _ in range(START_RETRIES):
             try:
                 async for line in self.client.logs(
                     stream.pod,
                     stream.container,
                     follow=not previous,
+                    tail=tail,
                     timestamps=self.timestamps,
                     previous=previous,
                 ):

@@ -21,6 +21,8 @@ def finished_jobs(kubeconfig: str) -> str:
     with kubetrain.Client(kubeconfig) as client:
         client.create(jaxjob("jax-ok", "import os; print('process', os.environ['PROCESS_ID'])"))
         client.create(pytorchjob("torch-fail", "import sys; print('giving up'); sys.exit(3)"))
+        client.create(pytorchjob("five-lines", "for i in range(1, 6): print('line', i)"))
+        client.wait("pytorchjob", "five-lines", timeout=60)
         client.wait("jaxjob", "jax-ok", timeout=60)
         client.wait("pytorchjob", "torch-fail", timeout=60)
     return kubeconfig
@@ -76,6 +78,28 @@ def test_logs_of_a_job_are_prefixed_per_replica(
     assert out.splitlines() == ["process 0"]
     code, out, _ = run(capsys, "logs", "jaxjob", "jax-ok", "-f", "--kubeconfig", finished_jobs)
     assert code == 0 and sorted(out.splitlines()) == ["worker-0 | process 0", "worker-1 | process 1"]
+
+
+def test_tail_and_replica_read_the_same_with_and_without_follow(
+    finished_jobs: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for follow in ([], ["-f"]):
+        code, out, _ = run(
+            capsys, "logs", "pytorchjob", "five-lines", "--tail", "2", *follow, "--kubeconfig", finished_jobs
+        )
+        assert code == 0 and out.splitlines() == ["master-0 | line 4", "master-0 | line 5"], follow
+        code, out, _ = run(
+            capsys,
+            "logs",
+            "jaxjob",
+            "jax-ok",
+            "--replica",
+            "worker-1",
+            *follow,
+            "--kubeconfig",
+            finished_jobs,
+        )
+        assert code == 0 and out.splitlines() == ["process 1"], follow
 
 
 def test_wait_exit_codes(finished_jobs: str, capsys: pytest.CaptureFixture[str]) -> None:
