@@ -10,6 +10,8 @@ import yaml
 
 from kubetrain.api.kinds import KindInfo
 from kubetrain.client import jobstate
+from kubetrain.kube.duration import human_duration
+from kubetrain.kube.timefmt import parse_time, seconds_between
 
 JsonDict = dict[str, Any]
 COUNTED = ("active", "succeeded", "failed")
@@ -17,35 +19,10 @@ COUNTED = ("active", "succeeded", "failed")
 
 def age(timestamp: str | None, now: datetime | None = None) -> str:
     """kubectl's HumanDuration: `45s`, `3m12s`, `125m`, `5h10m`, `30h`, `3d4h`, `45d`."""
-    if not timestamp:
+    then = parse_time(timestamp)
+    if then is None:
         return "<unknown>"
-    try:
-        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return "<unknown>"
-    seconds = int(max(0.0, ((now or datetime.now(UTC)) - then).total_seconds()))
-    if seconds < 120:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        return _pair(minutes, "m", seconds % 60, "s")
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        return _pair(hours, "h", minutes % 60, "m")
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return _pair(hours // 24, "d", hours % 24, "h")
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    years, days = divmod(hours // 24, 365)
-    return _pair(years, "y", days, "d") if years < 8 else f"{years}y"
-
-
-def _pair(major: int, major_unit: str, minor: int, minor_unit: str) -> str:
-    return f"{major}{major_unit}{minor}{minor_unit}" if minor else f"{major}{major_unit}"
+    return human_duration(max(0.0, seconds_between(then, now or datetime.now(UTC))))
 
 
 def pod_status(pod: JsonDict) -> str:

@@ -39,7 +39,7 @@ from kubetrain.controller.mpi.common import POD, Sync, as_dict, controller_ref
 from kubetrain.controller.names import JsonDict, is_controlled_by, labels_of
 from kubetrain.controller.plan import CreateObject, Event, Observed, Plan
 from kubetrain.controller.pods import phase
-from kubetrain.controller.timefmt import format_time, parse_time
+from kubetrain.kube.timefmt import format_time, parse_time
 
 PORT = 2222
 LABEL_GROUP = "group_name"

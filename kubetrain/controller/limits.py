@@ -17,7 +17,7 @@ from kubetrain.controller.ledger import RestartLedger
 from kubetrain.controller.names import is_terminating
 from kubetrain.controller.pods import phase
 from kubetrain.controller.replicas import ReplicaView, restart_candidates
-from kubetrain.controller.timefmt import parse_time, seconds_between
+from kubetrain.kube.timefmt import parse_time, seconds_between
 
 
 def backoff_message(name: str) -> str:

@@ -47,9 +47,9 @@ from kubetrain.controller.context import Reconcile
 from kubetrain.controller.ledger import RestartLedger
 from kubetrain.controller.plan import Event, Observed, Plan
 from kubetrain.controller.status import changed_status, move_active_to_succeeded
-from kubetrain.controller.timefmt import format_time
 from kubetrain.frameworks.base import StatusContext
 from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.kube.timefmt import format_time
 
 METRIC_CREATED = "training_operator_jobs_created_total"
 

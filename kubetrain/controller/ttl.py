@@ -11,7 +11,7 @@ from datetime import timedelta
 from kubetrain.controller import events
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.plan import DeleteObject
-from kubetrain.controller.timefmt import parse_time, seconds_between
+from kubetrain.kube.timefmt import parse_time, seconds_between
 
 METRIC_DELETED = "training_operator_jobs_deleted_total"
 

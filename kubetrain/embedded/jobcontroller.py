@@ -28,7 +28,6 @@ finalizer-based pod tracking
 from __future__ import annotations
 
 import asyncio
-import calendar
 import contextlib
 import logging
 import secrets
@@ -36,9 +35,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.kube.timefmt import format_time, parse_epoch
+
 from .node.informer import Informer, object_key
 from .node.kubeapi import ApiError, KubeAPI, core_path, group_path
-from .node.status import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +56,6 @@ _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateNam
 
 def _jobs_path(namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
     return group_path("batch", "v1", "jobs", namespace, name, sub)
-
-
-def _parse_time(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")))
-    except ValueError:
-        return None
 
 
 def _condition(status: JsonDict, kind: str) -> JsonDict | None:
@@ -256,7 +247,7 @@ class JobController:
             memory.next_create = now + delay
             memory.failed_seen = failed
         status.update({"failed": failed, "succeeded": seen.succeeded})
-        stamp = rfc3339(now)
+        stamp = format_time(now)
 
         if spec.get("suspend"):
             await self._delete_pods(seen.active, job)
@@ -292,7 +283,7 @@ class JobController:
         status.update({"active": active, "ready": sum(1 for p in seen.active if _ready(p))})
         await self._write(job, before, status)
         deadline = spec.get("activeDeadlineSeconds")
-        start = _parse_time(status.get("startTime"))
+        start = parse_epoch(status.get("startTime"))
         if deadline is not None and start is not None:
             self._enqueue_after(key, uid, start + float(deadline) - now + 0.05)
 
@@ -309,7 +300,7 @@ class JobController:
         if failed > limit or self._past_limit_on_failure(job, seen.active, limit):
             return "Failed", "BackoffLimitExceeded", BACKOFF_LIMIT_MESSAGE
         deadline = spec.get("activeDeadlineSeconds")
-        start = _parse_time(status.get("startTime"))
+        start = parse_epoch(status.get("startTime"))
         if deadline is not None and start is not None and now - start >= float(deadline):
             return "Failed", "DeadlineExceeded", DEADLINE_MESSAGE
         return None
@@ -399,7 +390,7 @@ class JobController:
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
         if ttl is None:
             return
-        finished = _parse_time(status.get("completionTime")) or _parse_time(
+        finished = parse_epoch(status.get("completionTime")) or parse_epoch(
             (_condition(status, "Failed") or _condition(status, "Complete") or {}).get("lastTransitionTime")
         )
         if finished is None:
@@ -427,7 +418,7 @@ class JobController:
 
     def _event(self, job: JsonDict, kind: str, reason: str, message: str) -> None:
         meta = job.get("metadata") or {}
-        stamp = rfc3339(time.time())
+        stamp = format_time(time.time())
         body = {
             "apiVersion": "v1",
             "kind": "Event",

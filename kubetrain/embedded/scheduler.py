@@ -39,6 +39,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubetrain.kube.quantity import quantity_value
+from kubetrain.kube.timefmt import format_time
 
 from .node.informer import Informer
 from .node.kubeapi import ApiError, KubeAPI, core_path, group_path
@@ -52,10 +53,6 @@ GANG_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 PODGROUP_APIS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
 RESOURCES = ("cpu", "memory")
-
-
-def _rfc3339(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def _quantities(raw: dict[str, Any] | None) -> dict[str, Fraction]:
@@ -418,7 +415,7 @@ class Binder:
             "reason": "Unschedulable",
             "message": message,
             "lastProbeTime": None,
-            "lastTransitionTime": _rfc3339(time.time()),
+            "lastTransitionTime": format_time(time.time()),
         }
         others = [
             c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"
@@ -436,7 +433,7 @@ class Binder:
 
     async def _event(self, pod: JsonDict, kind: str, reason: str, message: str) -> None:
         meta = pod["metadata"]
-        now = _rfc3339(time.time())
+        now = format_time(time.time())
         body = {
             "apiVersion": "v1",
             "kind": "Event",

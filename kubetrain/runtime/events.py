@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.kube.timefmt import format_time
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.ratelimit import Clock, TokenBucket
 from kubetrain.runtime.transport import KubeClient
@@ -41,10 +42,6 @@ MAX_LRU = 4096
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _fmt(ts: datetime) -> str:
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _involved_key(event: JsonDict) -> tuple[str, ...]:
@@ -244,7 +241,7 @@ class EventRecorder:
         # client-go names events "<object>.<unix nanos in hex>"; the sequence keeps names unique
         # when many events are built within one clock tick.
         nanos = int(now.timestamp() * 1e9) + self._seq
-        ts = _fmt(now)
+        ts = format_time(now)
         source = {"component": component}
         if self.host:
             source["host"] = self.host

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kubetrain.kube.timefmt import format_microtime
 from kubetrain.runtime.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,6 @@ DEFAULT_LEASE_NAME = "1ca428e5.training-operator.kubeflow.org"
 """Upstream's `--leader-election-id`: the same name keeps one leader across a migration."""
 JITTER_FACTOR = 1.2
 """client-go's acquire jitter: retries spread over [retry, retry * (1 + 1.2)]."""
-MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-"""metav1.MicroTime on the wire (Go: 2006-01-02T15:04:05.000000Z07:00, always UTC)."""
 
 Callback = Callable[[], Awaitable[None] | None]
 
@@ -56,15 +55,6 @@ class LeaseClient(Protocol):
     async def create(self, obj: JsonDict, *, namespace: str | None = None) -> JsonDict: ...
 
     async def replace(self, obj: JsonDict, *, subresource: str | None = None) -> JsonDict: ...
-
-
-def format_microtime(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime(MICROTIME_FORMAT)
-
-
-def parse_microtime(value: str) -> datetime:
-    """A MicroTime or a plain RFC 3339 time (written by other clients) as an aware datetime."""
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 @dataclass(frozen=True)

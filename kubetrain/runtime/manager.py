@@ -47,6 +47,7 @@ from kubetrain.controller.plan import (
     Plan,
 )
 from kubetrain.kube.resources import ResourceType
+from kubetrain.kube.timefmt import parse_time
 from kubetrain.runtime import kinds as served
 from kubetrain.runtime.applier import Applier, ApplyResult
 from kubetrain.runtime.cache import (
@@ -149,15 +150,6 @@ def job_key(kind: str, namespace: str, name: str) -> str:
 def split_key(key: str) -> tuple[str, str, str]:
     kind, namespace, name = key.split("/", 2)
     return kind, namespace, name
-
-
-def _parse_ts(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _newer(candidate: JsonDict, current: JsonDict | None) -> bool:
@@ -675,7 +667,7 @@ class Manager:
         live = sum(1 for p in observed.pods if not p["metadata"].get("deletionTimestamp"))
         if live + created < desired:
             return
-        born = _parse_ts(job["metadata"].get("creationTimestamp"))
+        born = parse_time(job["metadata"].get("creationTimestamp"))
         self._pods_timed.add(uid)
         if born is not None:
             elapsed = (self._clock() - born).total_seconds()

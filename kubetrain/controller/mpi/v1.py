@@ -43,8 +43,8 @@ from kubetrain.controller.names import JsonDict, name_of, replica_type
 from kubetrain.controller.plan import CreateObject, Observed, Plan
 from kubetrain.controller.pods import phase, restart_count
 from kubetrain.controller.status import changed_status, move_active_to_succeeded
-from kubetrain.controller.timefmt import format_time
 from kubetrain.frameworks.base import FrameworkSettings, StatusContext
+from kubetrain.kube.timefmt import format_time
 
 METRIC_CREATED = "training_operator_jobs_created_total"
 METRIC_SUCCESSFUL = "training_operator_jobs_successful_total"

@@ -42,7 +42,7 @@ from kubetrain.controller.names import (
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
 from kubetrain.controller.pods import phase
 from kubetrain.controller.status import changed_status
-from kubetrain.controller.timefmt import format_time
+from kubetrain.kube.timefmt import format_time
 
 METRIC_CREATED = "mpi_operator_jobs_created_total"
 

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubetrain.kube.timefmt import format_nanotime
+
 
 @dataclass(frozen=True)
 class LogOptions:
@@ -31,11 +33,6 @@ class LogProvider(Protocol):
     def logs(
         self, namespace: str, pod: dict[str, Any], container: str, options: LogOptions
     ) -> AsyncIterator[bytes]: ...
-
-
-def _stamp(t: float) -> str:
-    frac = f"{t % 1:.9f}"[1:]
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + frac + "Z"
 
 
 @dataclass
@@ -90,7 +87,7 @@ class MemoryLogProvider:
             while idx < len(source):
                 t, line = source[idx]
                 idx += 1
-                out = (_stamp(t) + " ").encode() + line if options.timestamps else line
+                out = (format_nanotime(t) + " ").encode() + line if options.timestamps else line
                 if budget is not None:
                     if budget <= 0:
                         return

@@ -9,6 +9,8 @@ import re
 import time
 from typing import Any
 
+from kubetrain.kube.timefmt import format_time
+
 from .errors import FieldError
 
 # utilrand's alphabet: no vowels (no accidental words) and no confusable 0/1/3.
@@ -47,11 +49,11 @@ SYSTEM_FIELDS = (
 
 def now() -> str:
     """RFC 3339 at second precision in UTC, as metav1.Time serializes."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return format_time(time.time())
 
 
 def later(seconds: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+    return format_time(time.time() + seconds)
 
 
 def generate_name(prefix: str) -> str:

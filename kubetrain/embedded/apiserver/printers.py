@@ -8,11 +8,13 @@ shows them.
 
 from __future__ import annotations
 
-import calendar
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from kubetrain.kube.duration import human_duration
+from kubetrain.kube.timefmt import parse_epoch
 
 Cell = Callable[[dict[str, Any]], Any]
 NONE = "<none>"
@@ -37,40 +39,10 @@ class Column:
         }
 
 
-def human_duration(seconds: float) -> str:
-    """kubectl's duration.HumanDuration."""
-    s = int(seconds)
-    if s < 0:
-        return "<invalid>"
-    if s < 120:
-        return f"{s}s"
-    m = s // 60
-    if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
-    if m < 180:
-        return f"{m}m"
-    h = m // 60
-    if h < 8:
-        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
-    if h < 48:
-        return f"{h}h"
-    d = h // 24
-    if d < 8:
-        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
-    if d < 730:
-        return f"{d}d"
-    return f"{d // 365}y{d % 365}d"
-
-
 def since(ts: str | None) -> str:
     """``translateTimestampSince``: ``<unknown>`` without a timestamp."""
-    if not ts:
-        return "<unknown>"
-    try:
-        then = calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return "<unknown>"
-    return human_duration(time.time() - then)
+    then = parse_epoch(ts)
+    return "<unknown>" if then is None else human_duration(time.time() - then)
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -371,13 +343,10 @@ def _job_completions(job: dict[str, Any]) -> str:
 
 def _job_duration(job: dict[str, Any]) -> str:
     status = _status(job)
-    start, end = status.get("startTime"), status.get("completionTime")
-    if not start:
+    begin, finish = parse_epoch(status.get("startTime")), parse_epoch(status.get("completionTime"))
+    if begin is None:
         return ""
-    fmt = "%Y-%m-%dT%H:%M:%S"
-    begin = calendar.timegm(time.strptime(start[:19], fmt))
-    finish = calendar.timegm(time.strptime(end[:19], fmt)) if end else time.time()
-    return human_duration(finish - begin)
+    return human_duration((time.time() if finish is None else finish) - begin)
 
 
 JOB = (

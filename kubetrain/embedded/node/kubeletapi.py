@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import logging
 import math
 import ssl
@@ -38,6 +37,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from kubetrain.embedded.apiserver import LogOptions, LogUnavailable
+from kubetrain.kube.timefmt import parse_epoch
 
 from . import certs
 from .config import KubeletAPIConfig
@@ -230,10 +230,9 @@ def log_options(req: Request) -> LogOptions:
     since = _int(req, "sinceSeconds")
     since_time = req.param("sinceTime")
     if since_time:
-        try:
-            t = datetime.datetime.fromisoformat(since_time.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            raise HttpError(400, '{"message": "Unable to decode query."}') from None
+        t = parse_epoch(since_time)
+        if t is None:
+            raise HttpError(400, '{"message": "Unable to decode query."}')
         if since is not None:
             raise HttpError(422, '{"message": "Invalid request."}')
         since = max(1, math.ceil(time.time() - t))

@@ -13,17 +13,13 @@ import contextlib
 import time
 from typing import Any
 
+from kubetrain.kube.timefmt import format_microtime
+
 from .kubeapi import ApiError, KubeAPI, core_path, group_path
 
 JsonDict = dict[str, Any]
 
 LEASE_NAMESPACE = "kube-node-lease"
-
-
-def micro_time(t: float) -> str:
-    """metav1.MicroTime: RFC 3339 with microseconds, as Lease times are written."""
-    whole = int(t)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{int((t - whole) * 1e6):06d}Z"
 
 
 class NodeLease:
@@ -42,7 +38,7 @@ class NodeLease:
         return {
             "holderIdentity": self.node_name,
             "leaseDurationSeconds": self.duration_seconds,
-            "renewTime": micro_time(now),
+            "renewTime": format_microtime(now),
         }
 
     async def renew(self, node_uid: str, now: float | None = None) -> None:

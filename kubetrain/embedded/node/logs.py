@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kubetrain.embedded.apiserver import LogOptions, LogUnavailable
+from kubetrain.kube.timefmt import format_nanotime
 
 from .recovery import LOST_REASON
 
@@ -54,11 +55,6 @@ class LogPolicy:
             raise ValueError(f"container log max size must be at least 1 byte, got {self.max_size}")
         if self.max_files < 2:
             raise ValueError(f"container log max files must be > 1, got {self.max_files}")
-
-
-def rfc3339nano(t: float) -> str:
-    whole = int(t)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{int((t - whole) * 1e9):09d}Z"
 
 
 @dataclass
@@ -141,7 +137,7 @@ async def pump(reader: asyncio.StreamReader, stream: str, out: LogWriter) -> Non
         if line.endswith(b"\n"):
             line = line[:-1]
         out.write(
-            b"%s %s %s %s\n" % (rfc3339nano(time.time()).encode(), tag, b"P" if partial else b"F", line)
+            b"%s %s %s %s\n" % (format_nanotime(time.time()).encode(), tag, b"P" if partial else b"F", line)
         )
 
 
@@ -210,7 +206,7 @@ async def read_log(log: LogFile, options: LogOptions) -> AsyncIterator[bytes]:
     """The rendered log of one container instance under `options`, one chunk per file chunk
     (a record cut by a chunk boundary waits for the next; records are at most 64 KiB)."""
     budget = options.limit_bytes
-    cutoff = rfc3339nano(time.time() - options.since_seconds).encode() if options.since_seconds else None
+    cutoff = format_nanotime(time.time() - options.since_seconds).encode() if options.since_seconds else None
     pending = b""
     async for data in _raw(log, options):
         pending += data

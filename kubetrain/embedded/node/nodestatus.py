@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.kube.timefmt import format_time
+
 from .config import NodeConfig
-from .status import rfc3339
 
 JsonDict = dict[str, Any]
 
@@ -113,8 +114,8 @@ class NodeStatusReporter:
             "status": status,
             "reason": reason,
             "message": message,
-            "lastHeartbeatTime": rfc3339(now),
-            "lastTransitionTime": rfc3339(self._transitions[kind][1]),
+            "lastHeartbeatTime": format_time(now),
+            "lastTransitionTime": format_time(self._transitions[kind][1]),
         }
 
     def conditions(

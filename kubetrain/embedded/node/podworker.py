@@ -23,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from kubetrain.kube.timefmt import format_time
+
 from .context import NodeContext
 from .envresolve import resolve_env
 from .errors import ContainerConfigError, MountError, StartError
@@ -35,7 +37,7 @@ from .process import ContainerProcess
 from .recovery import POD_LOST_MESSAGE, carry_over, completed, ran_before, start_time
 from .security import EVENT_REASON as SECURITY_EVENT_REASON
 from .security import Identity, unenforced, verify_run_as_non_root
-from .status import ContainerStatus, PodState, Terminated, pod_status, rfc3339
+from .status import ContainerStatus, PodState, Terminated, pod_status
 from .volumes import VolumeBuilder, container_mounts
 
 log = logging.getLogger(__name__)
@@ -501,8 +503,8 @@ class PodWorker:
             "message": message,
             "type": kind,
             "count": 1,
-            "firstTimestamp": rfc3339(now),
-            "lastTimestamp": rfc3339(now),
+            "firstTimestamp": format_time(now),
+            "lastTimestamp": format_time(now),
             "source": {"component": "kubelet", "host": self.ctx.config.node_name},
             "reportingComponent": "kubelet",
             "reportingInstance": self.ctx.config.node_name,

@@ -14,9 +14,10 @@ A pod whose containers were never created simply starts.
 
 from __future__ import annotations
 
-import calendar
 import time
 from typing import Any
+
+from kubetrain.kube.timefmt import parse_epoch
 
 from .status import ContainerStatus, Terminated
 
@@ -31,10 +32,8 @@ POD_LOST_MESSAGE = (
 
 
 def _time(text: Any, default: float) -> float:
-    try:
-        return float(calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return default
+    parsed = parse_epoch(text)
+    return default if parsed is None else parsed
 
 
 def _terminated(raw: Any, now: float) -> Terminated | None:

@@ -18,14 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.embedded.apiserver.defaults import qos_class
+from kubetrain.kube.timefmt import format_time
 
 JsonDict = dict[str, Any]
 
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
-
-
-def rfc3339(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 @dataclass
@@ -41,8 +38,8 @@ class Terminated:
         out: JsonDict = {
             "exitCode": self.exit_code,
             "reason": self.reason,
-            "startedAt": rfc3339(self.started_at),
-            "finishedAt": rfc3339(self.finished_at),
+            "startedAt": format_time(self.started_at),
+            "finishedAt": format_time(self.finished_at),
         }
         if self.message:
             out["message"] = self.message
@@ -90,7 +87,7 @@ class ContainerStatus:
     def render(self) -> JsonDict:
         state: JsonDict
         if self.running_since is not None:
-            state = {"running": {"startedAt": rfc3339(self.running_since)}}
+            state = {"running": {"startedAt": format_time(self.running_since)}}
         elif self.terminated is not None:
             state = {"terminated": self.terminated.render()}
         else:
@@ -138,7 +135,7 @@ class PodState:
         if generation:
             out["observedGeneration"] = generation
         out["lastProbeTime"] = None
-        out["lastTransitionTime"] = rfc3339(self.transitions[kind][1])
+        out["lastTransitionTime"] = format_time(self.transitions[kind][1])
         if reason:
             out["reason"] = reason
         if message:
@@ -262,7 +259,7 @@ def pod_status(
         "phase": phase,
         "conditions": conditions,
         "hostIP": state.host_ip,
-        "startTime": rfc3339(state.start_time),
+        "startTime": format_time(state.start_time),
         "containerStatuses": [c.render() for c in containers],
         "qosClass": current.get("qosClass") or qos_class((pod or {}).get("spec") or {}),
     }

@@ -11,20 +11,18 @@ import asyncio
 import re
 import time
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.kube.timefmt import parse_time
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.leaderelection import (
     DEFAULT_LEASE_NAME,
     LEASE_API,
     LeaderElectionConfig,
     LeaderElector,
-    format_microtime,
-    parse_microtime,
 )
 from kubetrain.runtime.transport import KubeClient
 
@@ -184,7 +182,7 @@ async def test_one_of_two_leads_and_the_lease_says_who(
     assert spec["leaseTransitions"] == 0
     assert MICROTIME.match(spec["acquireTime"]) and MICROTIME.match(spec["renewTime"])
     assert spec["acquireTime"] == first["spec"]["acquireTime"]
-    assert parse_microtime(spec["renewTime"]) > parse_microtime(first["spec"]["renewTime"])  # renewing
+    assert parse_time(spec["renewTime"]) > parse_time(first["spec"]["renewTime"])  # renewing
     assert follower.elector.leader == leader.elector.identity
     assert [e for e, _ in leader.events] == ["started"] and follower.events == []
 
@@ -340,10 +338,3 @@ def test_config_enforces_client_go_invariants() -> None:
     assert (default.lease_duration, default.renew_deadline, default.retry_period) == (15.0, 10.0, 2.0)
     assert default.name == "1ca428e5.training-operator.kubeflow.org"
     assert default.lease_duration_seconds == 15
-
-
-def test_microtime_format_is_go_metav1_microtime() -> None:
-    moment = datetime(2024, 5, 6, 7, 8, 9, 12345, tzinfo=UTC)
-    assert format_microtime(moment) == "2024-05-06T07:08:09.012345Z"
-    assert parse_microtime("2024-05-06T07:08:09.012345Z") == moment
-    assert parse_microtime("2024-05-06T07:08:09Z") == moment.replace(microsecond=0)

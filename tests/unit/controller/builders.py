@@ -27,7 +27,7 @@ from kubetrain.api.kinds import (
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
 from kubetrain.controller.reconciler import plan
-from kubetrain.controller.timefmt import format_time
+from kubetrain.kube.timefmt import format_time
 from tests.run_policy_builder import RunPolicySetters
 
 JsonDict = dict[str, Any]

@@ -1,25 +1,12 @@
-"""Small pure helpers: timestamps, failure events, the restart ledger."""
+"""Small pure helpers: failure events, the restart ledger."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime, timedelta, timezone
 
 from kubetrain.api.codec import encode
 from kubetrain.api.types import JobStatus
 from kubetrain.controller import events
 from kubetrain.controller.ledger import RestartLedger
 from kubetrain.controller.plan import Event
-from kubetrain.controller.timefmt import format_time, parse_time
-
-
-def test_time_format_round_trip() -> None:
-    moment = datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=UTC)
-    assert format_time(moment) == "2026-01-02T03:04:05Z"
-    plus_one = timezone(timedelta(hours=1))
-    assert format_time(datetime(2026, 1, 2, 4, 4, 5, tzinfo=plus_one)) == "2026-01-02T03:04:05Z"
-    assert parse_time("2026-01-02T03:04:05Z") == moment.replace(microsecond=0)
-    assert parse_time("2026-01-02T04:04:05+01:00") == moment.replace(microsecond=0)
-    assert parse_time("nope") is None and parse_time(None) is None
 
 
 def test_failure_event_twins() -> None:

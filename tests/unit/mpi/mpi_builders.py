@@ -12,7 +12,7 @@ from typing import Any
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.mpi import plan
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
-from kubetrain.controller.timefmt import format_time
+from kubetrain.kube.timefmt import format_time
 
 JsonDict = dict[str, Any]
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
