@@ -19,9 +19,10 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from kubetrain.kube.pki import ca_certificate, pem_cert, pem_key, serving_certificate, subject_name
 
 CA_COMMON_NAME = "kubetrain-webhook-ca"
 ORGANIZATION = "kubetrain"
@@ -99,58 +100,13 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name(
-        [
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, ORGANIZATION),
-            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
-        ]
-    )
-
-
 def generate(
     service: str, namespace: str, *, cluster_domain: str = "cluster.local", now: dt.datetime | None = None
 ) -> CertBundle:
     """A fresh CA and a serving certificate for `<service>.<namespace>.svc` signed by it."""
     now = now or _now()
-    ca_key = _key()
-    ca_name = _name(CA_COMMON_NAME)
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(now + CA_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_name = subject_name(CA_COMMON_NAME, ORGANIZATION)
+    ca_cert, ca_key = ca_certificate(ca_name, validity=CA_VALIDITY, backdate=CLOCK_SKEW, now=now)
     return _serving(ca_cert, ca_key, service, namespace, cluster_domain, now)
 
 
@@ -178,43 +134,16 @@ def _serving(
     cluster_domain: str,
     now: dt.datetime,
 ) -> CertBundle:
-    key = _key()
-    names = dns_names(service, namespace, cluster_domain)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(f"{service}.{namespace}.svc"))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(min(now + SERVING_VALIDITY, ca_cert.not_valid_after_utc))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
+    cert, key = serving_certificate(
+        subject_name(f"{service}.{namespace}.svc", ORGANIZATION),
+        dns_names(service, namespace, cluster_domain),
+        (ca_cert.subject, ca_key),
+        validity=min(SERVING_VALIDITY, ca_cert.not_valid_after_utc - now),
+        backdate=CLOCK_SKEW,
+        now=now,
     )
     return CertBundle(
-        ca_cert=ca_cert.public_bytes(serialization.Encoding.PEM),
-        cert=cert.public_bytes(serialization.Encoding.PEM),
-        key=_key_pem(key),
-        ca_key=_key_pem(ca_key),
+        ca_cert=pem_cert(ca_cert), cert=pem_cert(cert), key=pem_key(key), ca_key=pem_key(ca_key)
     )
 
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives import serialization
 
-from kubetrain.embedded.apiserver.tls import pem_key, serving_certificate
+from kubetrain.kube.pki import pem_key, serving_certificate
 from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.procs import REPO, free_port

@@ -12,21 +12,16 @@ at once.
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import os
 import ssl
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from kubetrain.kube.pki import VALIDITY, ca_certificate, pem_cert, pem_key, serving_certificate, subject_name
 
 DNS_NAMES = ("localhost",)
 IPS = ("127.0.0.1", "::1")
-VALIDITY = datetime.timedelta(days=365)
 
 
 @dataclass(frozen=True)
@@ -39,55 +34,6 @@ class ServingTLS:
     def client_context(self) -> ssl.SSLContext:
         """A client context that trusts this server only."""
         return ssl.create_default_context(cadata=self.ca_pem.decode())
-
-
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-
-def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def serving_certificate(
-    cn: str,
-    hosts: list[str],
-    issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None = None,
-    validity: datetime.timedelta = VALIDITY,
-) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A server-auth certificate (ECDSA P-256) for `hosts` (IP addresses and DNS names), signed by
-    `issuer` (a CA's name and key) or by its own key when None (self-signed)."""
-    now = datetime.datetime.now(datetime.UTC)
-    key = ec.generate_private_key(ec.SECP256R1())
-    issuer_name, issuer_key = issuer or (_name(cn), key)
-    alt: list[x509.GeneralName] = []
-    for host in dict.fromkeys(hosts):
-        try:
-            alt.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            alt.append(x509.DNSName(host))
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(cn))
-        .issuer_name(issuer_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + validity)
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-    )
-    if issuer is not None:
-        builder = builder.add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
-        )
-    return builder.sign(issuer_key, hashes.SHA256()), key
 
 
 @dataclass(frozen=True)
@@ -111,27 +57,12 @@ def make_loopback_pki(extra_host: str | None = None, validity: datetime.timedelt
     """A new CA and a certificate it signs for loopback (and ``extra_host``, the listen address)."""
     now = datetime.datetime.now(datetime.UTC)
     stamp = int(now.timestamp())
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name(f"kubetrain-ca@{stamp}")
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + validity)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca, ca_key = ca_certificate(subject_name(f"kubetrain-ca@{stamp}"), validity=validity, now=now)
     hosts = [*IPS, *DNS_NAMES, *([extra_host] if extra_host else [])]
-    cert, key = serving_certificate(f"localhost@{stamp}", hosts, (ca_name, ca_key), validity)
-    pem = serialization.Encoding.PEM
-    return LoopbackPKI(ca.public_bytes(pem), cert.public_bytes(pem), pem_key(key))
+    cert, key = serving_certificate(
+        f"localhost@{stamp}", hosts, (ca.subject, ca_key), validity=validity, now=now
+    )
+    return LoopbackPKI(pem_cert(ca), pem_cert(cert), pem_key(key))
 
 
 def make_serving_tls(extra_host: str | None = None) -> ServingTLS:

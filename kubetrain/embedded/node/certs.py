@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 from cryptography.hazmat.primitives import serialization
 
-from kubetrain.embedded.apiserver.tls import pem_key, serving_certificate
+from kubetrain.kube.pki import pem_key, serving_certificate
 
 
 def self_signed(directory: Path, hostnames: list[str], ips: list[str]) -> tuple[Path, Path]:
