@@ -1,4 +1,4 @@
-"""The job condition algebra of spec/upstream-behavior.md §3.12, exactly as upstream applies it.
+"""The job condition algebra of docs/upstream-behaviour.md#conditions, exactly as upstream applies it.
 
 Tools (the `State` printer column, the SDK, upstream tests) read the ORDER of the list, so the
 rules about where a condition goes and which ones it flips are reproduced verbatim.

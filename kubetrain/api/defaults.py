@@ -1,4 +1,4 @@
-"""In-memory defaults of a training job (spec/upstream-behavior.md §7).
+"""In-memory defaults of a training job (docs/upstream-behaviour.md#defaults).
 
 Upstream has no mutating webhook: the controller defaults a copy of the job at the start of every
 reconcile and never writes the defaults back, so `kubectl get -o yaml` keeps showing the user's
@@ -7,7 +7,7 @@ included), `apply_defaults` copies only what it changes (copy-on-write) instead 
 job: the result shares unchanged subtrees (metadata, status, pod templates whose default port is
 already there) with the input. Neither object is mutated afterwards by kubetrain — the reconciler
 treats both as read-only, as a controller must treat its cache — and the frameworks deep-copy a
-template before turning it into a pod (spec §2.4 step 1).
+template before turning it into a pod (docs/upstream-behaviour.md#pod-template).
 
 Malformed input (a template that is not an object, containers that are not a list, ...) is left
 as it is: defaulting never raises, validation reports the problem.
@@ -99,7 +99,8 @@ def _default_replica_spec(rspec: ReplicaSpec, info: KindInfo) -> ReplicaSpec:
 
 
 def with_default_port(template: Any, info: KindInfo) -> Any:
-    """The template with the kind's default port on its default container (spec §7 port detail).
+    """The template with the kind's default port on its default container (upstream's port
+    defaulting: docs/upstream-behaviour.md#defaults).
 
     The container named like the kind's default container is used, else container 0. If it has
     no port with the default port NAME, `{name, containerPort}` is appended (an existing port with
@@ -144,7 +145,8 @@ def with_default_port(template: Any, info: KindInfo) -> Any:
 def _default_elastic_policy(
     policy: ElasticPolicy | PaddleElasticPolicy, specs: dict[str, ReplicaSpec | None]
 ) -> ElasticPolicy | PaddleElasticPolicy:
-    """min/max replicas (spec §4.2.4): one given -> both equal it; none -> both = Worker replicas."""
+    """min/max replicas: one given -> both equal it; none -> both = Worker replicas
+    (docs/upstream-behaviour.md#pytorchjob-elastic)."""
     low, high = policy.min_replicas, policy.max_replicas
     if low is not None and high is not None:
         return policy

@@ -62,7 +62,7 @@ def _replica(rspec: ReplicaSpec | None, replicas: int, restart: str) -> ReplicaS
 
 
 def default_v1(job: TrainingJob) -> TrainingJob:
-    """training-operator's MPIJob defaults (spec §4.7, §7).
+    """training-operator's MPIJob defaults (docs/upstream-behaviour.md#mpijob-v1, #defaults).
 
     Replica-type keys in canonical casing; replicas 1 and restartPolicy Never for both types;
     slotsPerWorker 1; cleanPodPolicy: `runPolicy.cleanPodPolicy` wins, else the deprecated
@@ -87,7 +87,8 @@ def default_v1(job: TrainingJob) -> TrainingJob:
 
 
 def default_v2(job: TrainingJob) -> TrainingJob:
-    """mpi-operator's controller defaults (spec §5.1), applied to a copy on every sync.
+    """mpi-operator's controller defaults, applied to a copy on every sync
+    (docs/upstream-behaviour.md#mpijob-v2beta1).
 
     Keys are not normalised: mpi-operator looks up `Launcher` and `Worker` exactly.
     """
@@ -165,7 +166,7 @@ def _slots(config: MPIConfig | None, template: Any) -> MPIConfig:
 
 
 def default_chainer(job: ChainerJob) -> ChainerJob:
-    """chainer-operator's defaults (spec §6.1)."""
+    """chainer-operator's defaults (docs/upstream-behaviour.md#chainerjob)."""
     out = dataclasses.replace(job)
     if job.spec is None:
         return out
@@ -206,8 +207,9 @@ CAFFE2_CHIEF_REPLICA = "WORKER"
 
 
 def default_caffe2(job: Caffe2Job, runtime_id: str) -> Caffe2Job:
-    """caffe2-operator's defaults (spec §6.2); `runtime_id` replaces upstream's "current unix
-    time" so that defaulting stays a pure function (the planner passes the creation time)."""
+    """caffe2-operator's defaults (docs/upstream-behaviour.md#caffe2job); `runtime_id` replaces
+    upstream's "current unix time" so that defaulting stays a pure function (the planner passes the
+    creation time)."""
     out = dataclasses.replace(job)
     if job.spec is None:
         return out

@@ -20,8 +20,9 @@ with an apimachinery-style field error, instead of letting it fail at reconcile 
    (upstream keeps a random one); an empty map has nothing to run -> `Required value`.
 5. Pod templates: `template`/`template.spec` must be objects, `containers` a list of objects,
    every container needs a `name` (the pod API would refuse it) and a string `image`.
-6. `<job>-<rt>-<max index>` (the pod and service names, spec §2.1) must fit a DNS-1035 label of
-   63 characters, else no pod or service can be created (upstream bug kubeflow/trainer#1745).
+6. `<job>-<rt>-<max index>` (the pod and service names, docs/upstream-behaviour.md#names) must fit
+   a DNS-1035 label of 63 characters, else no pod or service can be created (upstream bug
+   kubeflow/trainer#1745).
 
 Errors on a path upstream already reported are dropped by the caller, so a job gets one message
 per field.

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF009  (`wire()` returns a dataclasses.field; the call is the declaration, not a shared default)
-"""Wire types of kubeflow.org/v1 training jobs (spec/upstream-behavior.md §1).
+"""Wire types of kubeflow.org/v1 training jobs (docs/upstream-behaviour.md#api-surface).
 
 Plain dataclasses decoded and encoded by `kubetrain.api.codec`. Every object keeps the keys we do
 not model in `extra`, and pod templates stay raw dicts, so a job read and written back loses no
@@ -26,7 +26,8 @@ I32 = Annotated[int, Int32]
 I64 = Annotated[int, Int64]
 
 QUEUE_IMMUTABLE = "spec.runPolicy.schedulingPolicy.queue is immutable"
-"""Message of the CRD's CEL transition rule on `schedulingPolicy.queue` (spec §1.3)."""
+"""Message of the CRD's CEL transition rule on `schedulingPolicy.queue`
+(docs/upstream-behaviour.md#common-types)."""
 _DATE_TIME = {"format": "date-time"}
 _QUEUE_RULE = {"message": QUEUE_IMMUTABLE, "rule": "self == oldSelf"}
 _REQUIRED = {"required": True}

@@ -1,5 +1,7 @@
 # ruff: noqa: RUF009  (`wire()` returns a dataclasses.field; the call is the declaration, not a shared default)
-"""Wire types of the archived `kubeflow.org/v1alpha1` kinds: ChainerJob and Caffe2Job (spec §6).
+"""Wire types of the archived `kubeflow.org/v1alpha1` kinds: ChainerJob and Caffe2Job.
+
+Upstream's: docs/upstream-behaviour.md#chainerjob, #caffe2job.
 
 They predate the common v1 types, so each has its own envelope and status: a ChainerJob's status
 is a copy of its master batch/v1 Job's status, a Caffe2Job's has a single replica status object.

@@ -1,5 +1,7 @@
 # ruff: noqa: RUF009  (`wire()` returns a dataclasses.field; the call is the declaration, not a shared default)
-"""Wire types of MPIJob `kubeflow.org/v1` (spec §1.4, §4.7) and `kubeflow.org/v2beta1` (spec §5.1).
+"""Wire types of MPIJob `kubeflow.org/v1` and `kubeflow.org/v2beta1`.
+
+Upstream's: docs/upstream-behaviour.md#kind-fields, #mpijob-v1 (v1) and #mpijob-v2beta1 (v2beta1).
 
 Both versions share the envelope (`TrainingJob`), the replica spec, the run policy and the status
 of the v1 kinds; only the spec differs. Fields of the *other* version land in `extra` when a job

@@ -1,4 +1,6 @@
-"""Admission validation of training jobs with upstream's exact field errors (spec §8).
+"""Admission validation of training jobs with upstream's exact field errors.
+
+Upstream's rules: docs/upstream-behaviour.md#validation.
 
 What the upstream webhooks (training-operator v1.9; MXJob: the ≤1.7 controller rules) check, with
 their paths, messages and order, on the UN-defaulted object as a webhook sees it. Per-kind quirks
@@ -6,7 +8,7 @@ are data in `RULES`, reproduced on purpose because clients match on them:
 
 * TF does not validate replica-type keys; JAX validates no `managedBy` at all;
 * PyTorch's update check compares the new object with itself, so `managedBy` can change
-  (spec §13.10); TF, XGBoost and Paddle reject the change;
+  (docs/upstream-behaviour.md#quirks-kept); TF, XGBoost and Paddle reject the change;
 * Paddle quotes the container name in its message (`with name "paddle"`).
 
 Upstream iterates a Go map, so its error order between replica types is random; ours follows the
@@ -141,7 +143,8 @@ def webhook_name(info: KindInfo) -> str:
 
 
 def denied_message(info: KindInfo, errors: ErrorList) -> str:
-    """What kubectl prints when the validating webhook denies a request (spec §8)."""
+    """What kubectl prints when the validating webhook denies a request
+    (docs/upstream-behaviour.md#validation)."""
     return f'admission webhook "{webhook_name(info)}" denied the request: {aggregate(errors)}'
 
 

@@ -2,11 +2,12 @@
 
 None of these kinds has an admission webhook upstream; their controllers validate:
 
-* v2beta1 (mpi-operator, spec §5.2): field errors on the *defaulted* job; the controller reports
-  them in a Warning `ValidationError` event and does nothing else.
-* v1 (training-operator, spec §4.7): `ValidateV1MpiJobSpec` returns the first problem as one
-  plain message, checked on the job as the user wrote it; kubetrain fails the job with it (as the
-  generic path does with `<Kind>FailedValidation`).
+* v2beta1 (mpi-operator, docs/upstream-behaviour.md#mpijob-v2beta1-validation): field errors on
+  the *defaulted* job; the controller reports them in a Warning `ValidationError` event and does
+  nothing else.
+* v1 (training-operator, docs/upstream-behaviour.md#mpijob-v1): `ValidateV1MpiJobSpec` returns
+  the first problem as one plain message, checked on the job as the user wrote it; kubetrain fails
+  the job with it (as the generic path does with `<Kind>FailedValidation`).
 * ChainerJob and Caffe2Job: the structure their controllers dereference without checking
   (a nil master, a template without containers), reported as field errors instead of a crash.
 
@@ -49,7 +50,8 @@ def _sorted(values: tuple[str, ...]) -> list[str]:
 
 
 def validate_v2(job: TrainingJob) -> ErrorList:
-    """mpi-operator's `ValidateMPIJob` on a defaulted job (spec §5.2)."""
+    """mpi-operator's `ValidateMPIJob` on a defaulted job
+    (docs/upstream-behaviour.md#mpijob-v2beta1-validation)."""
     errs = _v2_name(job)
     spec = v2_spec(job)
     base = "spec"

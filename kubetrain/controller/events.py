@@ -1,4 +1,6 @@
-"""Event reasons and messages of the generic path (spec §3.13), shared with the runtime.
+"""Event reasons and messages of the generic path, shared with the runtime.
+
+Upstream's list: docs/upstream-behaviour.md#events.
 
 The planner records the *successful* outcome of every write it asks for (`SuccessfulCreatePod`,
 ...) because it cannot know the result; the runtime swaps such an event for its failure twin with

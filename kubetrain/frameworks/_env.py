@@ -41,7 +41,7 @@ def go_atoi(text: str | None) -> int | None:
 
 
 def replica_name(job_name: str, rtype: str, index: int) -> str:
-    """`<job>-<rt>-<i>` with `rt` lower-cased and any `/` replaced (spec §2.1)."""
+    """`<job>-<rt>-<i>` with `rt` lower-cased and any `/` replaced (docs/upstream-behaviour.md#names)."""
     return f"{job_name}-{rtype.lower()}-{index}".replace("/", "-")
 
 
@@ -111,7 +111,8 @@ def pod_containers(pod: JsonDict) -> list[JsonDict]:
 
 
 def append_env(container: JsonDict, env_vars: list[JsonDict]) -> None:
-    """Append after the user's env (spec §13.16): the last duplicate wins, so ours override.
+    """Append after the user's env: the last duplicate wins, so ours override, as upstream's do
+    (docs/upstream-behaviour.md#quirks-kept).
 
     Each container gets its own copies: pods are serialised later and must not share dicts.
     """

@@ -1,8 +1,10 @@
-"""Status-rule building blocks shared by the framework plugins (spec §4).
+"""Status-rule building blocks shared by the framework plugins.
+
+Upstream's rules: docs/upstream-behaviour.md#status-rules and the sections of each kind.
 
 `StatusRun` wraps one `update_status` call: it applies conditions through the upstream algebra,
 records the kind's events, stamps startTime/completionTime, and appends the upstream counter
-names. Two deliberate differences from upstream (README compatibility notes, spec §13.12):
+names. Two deliberate differences from upstream (docs/differences.md#transitions-counted):
 
 * a counter is incremented only when its condition really appeared during this call (upstream
   increments on every reconcile while a rule holds, so its success/failure counters over-count);
@@ -143,7 +145,9 @@ def ordered_specs(job: TrainingJob, order: tuple[str, ...]) -> list[tuple[str, R
 
 
 class PyTorchLikeStatus:
-    """The status rule PyTorchJob, PaddleJob and JAXJob share (spec §4.2.3, §4.3, §4.5).
+    """The status rule PyTorchJob, PaddleJob and JAXJob share.
+
+    Upstream's: docs/upstream-behaviour.md#pytorchjob, #paddlejob, #jaxjob.
 
     With a Master spec the Master alone decides Running/Succeeded (`<Kind> <name> ...` messages);
     without one the Worker type does (`<Kind> <ns>/<name> ...` messages). Any type with failed

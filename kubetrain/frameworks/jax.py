@@ -1,4 +1,4 @@
-"""JAXJob: coordinator env for `jax.distributed.initialize` (spec §4.5)."""
+"""JAXJob: coordinator env for `jax.distributed.initialize` (docs/upstream-behaviour.md#jaxjob)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""MXJob (training-operator <= 1.8): MX_CONFIG and the DMLC_* parameter-server env (spec §4.6)."""
+"""MXJob (training-operator <= 1.8): MX_CONFIG and the DMLC_* parameter-server env.
+
+Upstream's: docs/upstream-behaviour.md#mxjob.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""PaddleJob: PADDLE_* env for collective and parameter-server modes (spec §4.3)."""
+"""PaddleJob: PADDLE_* env for collective and parameter-server modes.
+
+Upstream's: docs/upstream-behaviour.md#paddlejob.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""PyTorchJob: torchrun env on every container, the worker init container, the elastic HPA (spec §4.2)."""
+"""PyTorchJob: torchrun env on every container, the worker init container, the elastic HPA.
+
+Upstream's: docs/upstream-behaviour.md#pytorchjob, #pytorchjob-elastic.
+"""
 
 from __future__ import annotations
 
@@ -124,7 +127,8 @@ def _elastic_env(job: TrainingJob, policy: ElasticPolicy) -> list[JsonDict]:
 
 
 def pytorch_env(job: TrainingJob, rtype: str, index: int) -> list[JsonDict]:
-    """The env every container of pod (rtype, index) gets, in the order of spec §4.2.1."""
+    """The env every container of pod (rtype, index) gets, in upstream's order
+    (docs/upstream-behaviour.md#pytorchjob)."""
     spec = _spec(job)
     total = total_replicas(job)
     out = [env("PYTHONUNBUFFERED", "1")]
@@ -156,7 +160,8 @@ def pytorch_env(job: TrainingJob, rtype: str, index: int) -> list[JsonDict]:
 
 
 def desired_hpa(job: TrainingJob) -> JsonDict | None:
-    """The autoscaling/v2 HPA that scales Worker through the scale subresource (spec §4.2.4)."""
+    """The autoscaling/v2 HPA that scales Worker through the scale subresource
+    (docs/upstream-behaviour.md#pytorchjob-elastic)."""
     policy = _spec(job).elastic_policy
     if policy is None or policy.metrics is None:
         return None

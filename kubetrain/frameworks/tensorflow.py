@@ -1,4 +1,7 @@
-"""TFJob: TF_CONFIG in the `tensorflow` container and the chief/worker-0 success rules (spec §4.1)."""
+"""TFJob: TF_CONFIG in the `tensorflow` container and the chief/worker-0 success rules.
+
+Upstream's: docs/upstream-behaviour.md#tfjob.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""XGBoostJob: Rabit tracker / LightGBM env and the master-decides status rule (spec §4.4)."""
+"""XGBoostJob: Rabit tracker / LightGBM env and the master-decides status rule.
+
+Upstream's: docs/upstream-behaviour.md#xgboostjob.
+"""
 
 from __future__ import annotations
 
@@ -76,8 +79,8 @@ class XGBoost:
         A running Master sets Running=True (so a resumed job runs again). On success and failure
         upstream first adds Running only when no Running condition exists yet (of any status), so
         they are always preceded by Running (then flipped to False). A failure
-        under OnFailure/Always also fails the job (spec §13.11): reproduced, since users rely on
-        XGBoost jobs failing fast.
+        under OnFailure/Always also fails the job (docs/upstream-behaviour.md#quirks-kept):
+        reproduced, since users rely on XGBoost jobs failing fast.
         """
         job = ctx.job
         run = StatusRun(ctx, XGBOOSTJOB)

@@ -1,4 +1,7 @@
-"""RuntimeConfig: the operator's process settings, mirroring upstream's flags (spec §9.1)."""
+"""RuntimeConfig: the operator's process settings, mirroring upstream's flags.
+
+Upstream's flags: docs/upstream-behaviour.md#operator-flags.
+"""
 
 from __future__ import annotations
 
@@ -36,8 +39,8 @@ class RuntimeConfig:
     * `workers` 4 per kind (upstream `--controller-threads` 1: one slow reconcile blocks every
       job of the kind, trainer#1703);
     * `kube_api_qps/burst` 500/1000 (upstream 20/30: a 1,000-replica job alone needs ~100 s of
-      budget, spec §1.4; a real API server handles this comfortably and answers 429 if not, which
-      the transport honours);
+      budget, docs/upstream-behaviour.md#client-rate-limits; a real API server handles this
+      comfortably and answers 429 if not, which the transport honours);
     * `max_writes_in_flight` 200 concurrent child writes (upstream writes one at a time, which is
       round-trip bound at ~100-200 creates/s).
     """

@@ -2,7 +2,7 @@
 
 A full Pod dict costs ~47 KB in Python (~24 KB without managedFields); the trimmed projection
 below is a small fraction of that, which is what lets 10,000 pods fit in well under 100 MB
-(spec performance-reliability §1.7). Keys and short strings are interned: every pod repeats the
+(docs/upstream-behaviour.md#caches). Keys and short strings are interned: every pod repeats the
 same keys and label values, so sharing them is most of the remaining saving.
 """
 

@@ -1,4 +1,5 @@
-"""mpi-operator's condition algebra (spec §5.6), which differs from the v1 one (§3.12):
+"""mpi-operator's condition algebra, which differs from the v1 one
+(docs/upstream-behaviour.md#mpijob-v2beta1-status, #conditions):
 
 * no "Failed is terminal" guard (a Failed job can still get Succeeded, e.g. after eviction);
 * adding Succeeded or Failed flips both Running and an older Failed to False.

@@ -1,4 +1,6 @@
-"""The per-job SSH key pair of MPIJob v2beta1 (spec §5.4): ECDSA P-521, like mpi-operator.
+"""The per-job SSH key pair of MPIJob v2beta1: ECDSA P-521, like mpi-operator.
+
+Upstream's Secret: docs/upstream-behaviour.md#mpijob-v2beta1-objects.
 
 Key generation is the one non-deterministic step of planning. It happens only when the job's
 Secret is absent (or holds other keys), so a plan stays idempotent: once the Secret exists the

@@ -1,4 +1,5 @@
-"""Level-triggered and idempotent (design §3), checked over random jobs and pod states.
+"""Level-triggered and idempotent, checked over random jobs and pod states: the same input plans
+the same, and a plan that has landed plans nothing.
 
 For any job and any observed pods: planning twice gives the same plan, and applying plans
 reaches a fixpoint (no actions, no status write) within three passes — one for most states;

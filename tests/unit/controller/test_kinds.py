@@ -1,5 +1,6 @@
 """Per-kind plans: the objects of a new job (names, labels, env compared exactly) and the
-Created -> Running -> Succeeded sequence of each kind's status rule (spec §2, §4, §11.2)."""
+Created -> Running -> Succeeded sequence of each kind's status rule (docs/upstream-behaviour.md#names,
+#status-rules, #upstream-tests)."""
 
 from __future__ import annotations
 

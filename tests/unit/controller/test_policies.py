@@ -1,4 +1,5 @@
-"""Run-policy scenarios (spec §3.6-§3.9, §11.2, §12): restarts, limits, cleanPodPolicy, TTL, scale."""
+"""Run-policy scenarios: restarts, limits, cleanPodPolicy, TTL, scale
+(docs/upstream-behaviour.md#replica-pods, #limits, #clean-pod-policy, #ttl, #upstream-tests, #lifecycle)."""
 
 from __future__ import annotations
 
