@@ -1,6 +1,6 @@
 """The one table of deliberate differences from upstream's training-operator v1.9.2 that the
-differential tier accepts: each is a `Differences from upstream` item of the README, fixing an
-upstream bug named here. Anything else that differs fails the tier."""
+differential tier accepts: each is an entry of docs/differences.md, fixing an upstream bug named
+here. Anything else that differs fails the tier."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 class Deliberate:
     paths: str
     """A regular expression over `compare.view` paths that the difference may touch."""
-    readme: str
-    """The README's `Differences from upstream` item."""
+    difference: str
+    """Its entry in docs/differences.md (the anchor, then the entry's title)."""
     upstream: str
     """The upstream bug it fixes: its issue, or where in upstream's code it is when none is filed."""
     upstream_absent: bool = False
@@ -25,7 +25,7 @@ class Deliberate:
 DELIBERATE: tuple[Deliberate, ...] = (
     Deliberate(
         paths=r"job\.status\.replicaStatuses\.\w+\.selector",
-        readme="13. Every PyTorchJob replica type keeps its replicaStatuses selector when the job finishes",
+        difference="#pytorch-selector: each PyTorchJob replica type keeps its selector when the job ends",
         upstream=(
             "no issue filed; v1.9.2 pkg/controller.v1/pytorch/pytorchjob_controller.go "
             "UpdateJobStatus: each pass starts every replica status anew and sets `selector` inside "
@@ -36,7 +36,7 @@ DELIBERATE: tuple[Deliberate, ...] = (
     ),
     Deliberate(
         paths=r"Secret\.[^.]+-ssh\.metadata\.labels\.training\.kubeflow\.org/operator-name",
-        readme="12. The operator caches only its own Secrets",
+        difference="#own-secrets: The operator caches only its own Secrets",
         upstream=(
             "no issue found; mpi-operator v0.8.0 watches every Secret of the cluster, so its SSH "
             "Secret needs no label; ours selects its Secret informer on this one"
@@ -45,7 +45,7 @@ DELIBERATE: tuple[Deliberate, ...] = (
     ),
     Deliberate(
         paths=r"Job\.[^.]+-launcher\.spec\.podReplacementPolicy",
-        readme="14. MPIJob v2beta1's launcher Job replaces a failed pod only once it has terminated",
+        difference="#launcher-replacement: the launcher Job replaces a failed pod once it has terminated",
         upstream="kubernetes/kubernetes#115844 (mpi-operator v0.8.0 leaves the default TerminatingOrFailed)",
         values=("TerminatingOrFailed", "Failed"),
     ),
