@@ -107,7 +107,7 @@ async def from_kubeconfig(path: str, context: str | None, server_pids: str | Non
     from kubernetes_asyncio import config as k8s_config
     from kubernetes_asyncio.client import ApiClient, Configuration
 
-    from kubetrain.runtime.transport import ssl_context
+    from kubetrain.kube.client import ssl_context
 
     cfg = Configuration()
     await k8s_config.load_kube_config(

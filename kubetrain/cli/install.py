@@ -40,8 +40,8 @@ import kubetrain
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
 from kubetrain.client.errors import ConfigError, KubetrainError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.crds import CRD_API, is_established
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 
 JsonDict = dict[str, Any]

@@ -37,9 +37,9 @@ from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import ConfigError, KubetrainError
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig, certs
 from kubetrain.embedded.node.config import KubeletAPIConfig
-from kubetrain.embedded.node.kubeapi import ApiError
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.scheduler import Binder
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.quantity import quantity_value
 
 log = logging.getLogger(__name__)

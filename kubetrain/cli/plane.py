@@ -28,8 +28,8 @@ from kubetrain.embedded.jobcontroller import JobController
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.scheduler import Binder
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.config import RuntimeConfig
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.kinds import crd_manifests
 from kubetrain.runtime.manager import Manager
 from kubetrain.runtime.transport import KubeClient
@@ -182,7 +182,7 @@ class LocalPlane:
             )
             self.manager = Manager(self._kube, config, crd_manifests=crd_manifests())
             await self.manager.start()
-            self._node_api = KubeAPI(self.server.plain_url, token=self.token)
+            self._node_api = KubeAPI.for_url(self.server.plain_url, token=self.token)
             self.binder = Binder(self._node_api)
             self.jobs = JobController(self._node_api)
             try:

@@ -31,7 +31,7 @@ from kubetrain.client.kinds import all_kinds, resolve_kind
 from kubetrain.client.kubeconfig import resolve
 from kubetrain.client.logstream import stream_pod_log
 from kubetrain.client.source import JobSource, load_one
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 
 JsonDict = dict[str, Any]

@@ -15,7 +15,7 @@ from typing import Any, cast
 import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api
 
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 
 NO_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30)
 

@@ -35,10 +35,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.kube.client import KubeAPI, core_path, group_path
+from kubetrain.kube.errors import ApiError
+from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.timefmt import format_time, parse_epoch
-
-from .node.informer import Informer, object_key
-from .node.kubeapi import ApiError, KubeAPI, core_path, group_path
 
 log = logging.getLogger(__name__)
 

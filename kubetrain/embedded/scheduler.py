@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from kubetrain.kube.client import KubeAPI, core_path, group_path
+from kubetrain.kube.errors import ApiError
+from kubetrain.kube.informer import Informer
 from kubetrain.kube.quantity import quantity_value
 from kubetrain.kube.timefmt import format_time
-
-from .node.informer import Informer
-from .node.kubeapi import ApiError, KubeAPI, core_path, group_path
 
 log = logging.getLogger(__name__)
 

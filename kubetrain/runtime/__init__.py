@@ -3,10 +3,10 @@
 Everything with I/O lives here; the reconcile decisions live in `kubetrain.controller`.
 """
 
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import ResourceRegistry, ResourceType
 from kubetrain.runtime.cache import Change, Store
 from kubetrain.runtime.config import RuntimeConfig, UnsupportedScheme
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.events import EventCorrelator, EventRecorder
 from kubetrain.runtime.expectations import Expectations
 from kubetrain.runtime.informer import Informer

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubetrain.controller.plan import Action, CreateObject, DeleteObject, PatchObject
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.expectations import Expectations, child_id
 from kubetrain.runtime.transport import KubeClient
 

@@ -7,7 +7,7 @@ import logging
 import time
 from typing import Any
 
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 
 log = logging.getLogger(__name__)

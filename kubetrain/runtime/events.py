@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.timefmt import format_time
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.ratelimit import Clock, TokenBucket
 from kubetrain.runtime.transport import KubeClient
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.timefmt import format_microtime
-from kubetrain.runtime.errors import ApiError
 
 log = logging.getLogger(__name__)
 

@@ -46,6 +46,7 @@ from kubetrain.controller.plan import (
     PatchObject,
     Plan,
 )
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import ResourceType
 from kubetrain.kube.timefmt import parse_time
 from kubetrain.runtime import kinds as served
@@ -64,7 +65,6 @@ from kubetrain.runtime.cache import (
 )
 from kubetrain.runtime.config import RuntimeConfig, resolve_kinds
 from kubetrain.runtime.crds import install_crds
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.events import EventRecorder, involved_object
 from kubetrain.runtime.expectations import Expectations, child_id
 from kubetrain.runtime.informer import Informer

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.crds import CRD_API, install_crds
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.differential import compare, peers, scenarios
 from tests.integration.operator_process.jobs import wait_for

@@ -22,8 +22,8 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives import serialization
 
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.pki import pem_key, serving_certificate
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.procs import REPO, free_port
 

@@ -8,7 +8,7 @@ a kubelet (`podworker`, `logs`).
 
 Starting it next to the embedded API server::
 
-    api = KubeAPI(server.url, token=server.token, ssl_context=server.client_ssl_context())
+    api = KubeAPI.for_url(server.url, token=server.token, ssl_context=server.client_ssl_context())
     agent = NodeAgent(api, NodeConfig())
     await agent.start()
     server.log_provider = agent.log_provider
@@ -16,10 +16,12 @@ Starting it next to the embedded API server::
     await agent.stop(); await api.close()
 """
 
+from kubetrain.kube.client import KubeAPI
+from kubetrain.kube.errors import ApiError
+
 from .agent import NodeAgent
 from .config import NodeConfig
 from .images import ImageMap, LocalEnvironment
-from .kubeapi import ApiError, KubeAPI
 from .network import NetworkUnavailable
 
 __all__ = [

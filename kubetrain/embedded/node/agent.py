@@ -23,11 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubetrain.kube.client import KubeAPI, core_path
+from kubetrain.kube.errors import ApiError
+from kubetrain.kube.informer import Informer
+
 from .config import NodeConfig
 from .context import NodeContext
 from .exec import ExecService
-from .informer import Informer
-from .kubeapi import ApiError, KubeAPI, core_path
 from .kubeletapi import KubeletServer
 from .lease import NodeLease
 from .logs import ContainerLogs, NodeLogProvider

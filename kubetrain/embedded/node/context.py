@@ -8,8 +8,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
 
+from kubetrain.kube.client import KubeAPI, core_path
+from kubetrain.kube.errors import ApiError
+
 from .config import NodeConfig
-from .kubeapi import ApiError, KubeAPI, core_path
 from .network import PodNetwork
 
 JsonDict = dict[str, Any]

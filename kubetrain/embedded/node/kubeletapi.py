@@ -37,11 +37,12 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from kubetrain.embedded.apiserver import LogOptions, LogUnavailable
+from kubetrain.kube.client import KubeAPI, group_path
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.timefmt import parse_epoch
 
 from . import certs
 from .config import KubeletAPIConfig
-from .kubeapi import ApiError, KubeAPI, group_path
 from .network import HOST_IP
 from .remotecommand import (
     SPDY_PROTOCOLS,

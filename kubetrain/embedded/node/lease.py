@@ -13,9 +13,9 @@ import contextlib
 import time
 from typing import Any
 
+from kubetrain.kube.client import KubeAPI, core_path, group_path
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.timefmt import format_microtime
-
-from .kubeapi import ApiError, KubeAPI, core_path, group_path
 
 JsonDict = dict[str, Any]
 

@@ -23,13 +23,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from kubetrain.kube.client import core_path
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.timefmt import format_time
 
 from .context import NodeContext
 from .envresolve import resolve_env
 from .errors import ContainerConfigError, MountError, StartError
 from .expand import expand
-from .kubeapi import ApiError, core_path
 from .logs import ContainerLogs, LogFile
 from .network import PodEndpoint
 from .paths import PathMap

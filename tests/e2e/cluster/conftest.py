@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.e2e.cluster import operator_identity
 from tests.integration.operator_process.procs import OperatorProc, Proc, free_port

@@ -23,7 +23,7 @@ import yaml
 
 from kubetrain.cli.install import apply_all, render
 from kubetrain.embedded.apiserver.tls import make_loopback_pki
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.procs import REPO
 

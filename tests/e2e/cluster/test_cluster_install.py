@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from kubetrain.webhook.provisioner import CertConfig, CertProvisioner
 from tests.e2e.cluster import tier

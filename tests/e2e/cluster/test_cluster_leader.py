@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.e2e.cluster import tier
 from tests.e2e.cluster.conftest import ClusterEnv

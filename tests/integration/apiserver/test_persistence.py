@@ -18,7 +18,7 @@ import pytest
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.persistence import PersistenceError
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 
 from .helpers import CRDS, WidgetKind

@@ -24,7 +24,7 @@ import yaml
 
 from kubetrain.cli.datadir import STATE_FILE
 from kubetrain.embedded.apiserver.persistence import Journal
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.polling import wait_for
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.timefmt import parse_time
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.leaderelection import (
     DEFAULT_LEASE_NAME,
     LEASE_API,

@@ -20,8 +20,8 @@ import pytest
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.jobcontroller import JobController
 from kubetrain.embedded.node import KubeAPI, NodeAgent, NodeConfig
-from kubetrain.embedded.node.kubeapi import core_path, group_path
 from kubetrain.embedded.scheduler import Binder
+from kubetrain.kube.client import core_path, group_path
 from tests.polling import wait_for
 
 JsonDict = dict[str, Any]
@@ -55,7 +55,7 @@ async def server() -> AsyncIterator[EmbeddedAPIServer]:
 
 @pytest.fixture
 async def api(server: EmbeddedAPIServer) -> AsyncIterator[KubeAPI]:
-    client = KubeAPI(server.url, token=server.token, ssl_context=server.client_ssl_context())
+    client = KubeAPI.for_url(server.url, token=server.token, ssl_context=server.client_ssl_context())
     yield client
     await client.close()
 

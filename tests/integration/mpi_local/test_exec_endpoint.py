@@ -8,7 +8,7 @@ from ipaddress import ip_address, ip_network
 from pathlib import Path
 
 from kubetrain.embedded.node import KubeAPI, NodeAgent
-from kubetrain.embedded.node.kubeapi import core_path
+from kubetrain.kube.client import core_path
 
 from .conftest import PY, create, wait_for
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.embedded.node import KubeAPI, NodeAgent
-from kubetrain.embedded.node.kubeapi import group_path
+from kubetrain.kube.client import group_path
 
 from .conftest import PY, create, get_job, job_condition, job_pods, wait_for
 

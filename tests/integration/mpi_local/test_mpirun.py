@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kubetrain.embedded.node import KubeAPI, NodeAgent
-from kubetrain.embedded.node.kubeapi import core_path
+from kubetrain.kube.client import core_path
 
 from .conftest import PY, create, job_condition, job_pods, read_log, require_openmpi, wait_for
 

@@ -11,7 +11,7 @@ import pytest
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI, NodeAgent, NodeConfig
-from kubetrain.embedded.node.kubeapi import core_path
+from kubetrain.kube.client import core_path
 from tests.polling import wait_for
 
 PY = sys.executable
@@ -28,7 +28,7 @@ async def server() -> AsyncIterator[EmbeddedAPIServer]:
 
 @pytest.fixture
 async def api(server: EmbeddedAPIServer) -> AsyncIterator[KubeAPI]:
-    client = KubeAPI(server.url, token=server.token, ssl_context=server.client_ssl_context())
+    client = KubeAPI.for_url(server.url, token=server.token, ssl_context=server.client_ssl_context())
     yield client
     await client.close()
 

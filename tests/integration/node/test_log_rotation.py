@@ -15,8 +15,8 @@ import pytest
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI
-from kubetrain.embedded.node.kubeapi import core_path
 from kubetrain.embedded.node.logs import LogPolicy
+from kubetrain.kube.client import core_path
 
 from .conftest import container, create, make_agent, pod, read_log, wait_for, wait_phase
 

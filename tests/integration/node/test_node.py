@@ -8,7 +8,7 @@ from typing import Any
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI, NodeAgent
-from kubetrain.embedded.node.kubeapi import core_path, group_path
+from kubetrain.kube.client import core_path, group_path
 
 from .conftest import container, create, make_agent, pod, wait_for, wait_phase
 

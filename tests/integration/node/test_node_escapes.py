@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from kubetrain.embedded.node import KubeAPI, NodeAgent
-from kubetrain.embedded.node.kubeapi import core_path
+from kubetrain.kube.client import core_path
 
 from .conftest import PY, container, create, get_pod, pod, read_log, wait_for, wait_phase
 

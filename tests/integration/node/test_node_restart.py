@@ -19,10 +19,10 @@ from typing import Any
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI
-from kubetrain.embedded.node.kubeapi import core_path
 from kubetrain.embedded.node.process import NODE_TOKEN, TAG_ENV
 from kubetrain.embedded.node.recovery import LOST_MESSAGE, POD_LOST_MESSAGE
 from kubetrain.embedded.node.sandbox import OWNER_FILE, PREFIX, NodeRoot
+from kubetrain.kube.client import core_path
 
 from .conftest import container, create, get_pod, make_agent, pod, wait_for, wait_phase
 

@@ -12,8 +12,8 @@ import pytest
 from kubetrain.embedded import scheduler
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI, NodeAgent
-from kubetrain.embedded.node.kubeapi import core_path
 from kubetrain.embedded.scheduler import Binder
+from kubetrain.kube.client import core_path
 
 from .conftest import container, create, get_pod, make_agent, pod, wait_for, wait_phase
 

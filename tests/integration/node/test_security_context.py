@@ -15,8 +15,8 @@ import pytest
 
 from kubetrain.embedded.node import KubeAPI, NodeAgent
 from kubetrain.embedded.node.errors import ContainerConfigError
-from kubetrain.embedded.node.kubeapi import core_path
 from kubetrain.embedded.node.security import Identity, unenforced, verify_run_as_non_root
+from kubetrain.kube.client import core_path
 
 from .conftest import container, create, get_pod, pod, wait_for, wait_phase
 

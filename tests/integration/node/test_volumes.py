@@ -6,7 +6,7 @@ import base64
 import json
 
 from kubetrain.embedded.node import KubeAPI, NodeAgent
-from kubetrain.embedded.node.kubeapi import core_path
+from kubetrain.kube.client import core_path
 
 from .conftest import container, create, get_pod, pod, read_log, wait_for, wait_phase
 

@@ -20,7 +20,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.rest import ApiException
 
 from kubetrain.cli.plane import LocalPlane, kubeflow_admission
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.jobs import job
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.procs import run_cli
 

@@ -25,7 +25,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from kubetrain.cli.plane import LocalPlane
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator.harness import wait_for
 from tests.poison_jobs import ALL_KINDS, EXAMPLES, KindVersion, Recipe, by_kind, example_jobs, recipes

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
-from kubetrain.runtime.backoff import Backoff
+from kubetrain.kube.backoff import Backoff
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.cache import Change
 from kubetrain.runtime.crds import install_crds
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.events import EventRecorder
 from kubetrain.runtime.informer import Informer
 from kubetrain.runtime.transport import KubeClient

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kubetrain.runtime.http11 import IDLE_SECONDS, ConnectionPool, HTTPProtocolError, ServerDisconnected
+from kubetrain.kube.http11 import IDLE_SECONDS, ConnectionPool, HTTPProtocolError, ServerDisconnected
 
 Handler = Callable[["Exchange"], Awaitable[None]]
 

@@ -12,8 +12,8 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import ResourceType
-from kubetrain.runtime.errors import ApiError
 from kubetrain.runtime.labels import matches
 from kubetrain.runtime.resources import default_registry
 

@@ -1,4 +1,4 @@
-from kubetrain.runtime.backoff import Backoff
+from kubetrain.kube.backoff import Backoff
 from kubetrain.runtime.ratelimit import (
     BucketRateLimiter,
     ItemExponentialRateLimiter,

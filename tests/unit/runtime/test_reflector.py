@@ -4,7 +4,7 @@ from typing import Any
 import pytest
 from runtime_fakekube import FakeKube, _status
 
-from kubetrain.runtime.backoff import Backoff
+from kubetrain.kube.backoff import Backoff
 from kubetrain.runtime.cache import Change
 from kubetrain.runtime.informer import Informer
 from kubetrain.runtime.reflector import Reflector

@@ -14,9 +14,10 @@ import orjson
 import pytest
 
 from kubetrain.api import jsonsafe
+from kubetrain.kube.client import watch_event, watch_lines
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.cache import Store
-from kubetrain.runtime.errors import ApiError
-from kubetrain.runtime.transport import _decode, _encode, _watch_events
+from kubetrain.runtime.transport import _decode, _encode
 from kubetrain.runtime.trim import compact, trim_for, trim_generic, trim_pod
 
 DEPTHS = (600, 5000)
@@ -114,7 +115,8 @@ def _frames(*objects: dict[str, Any]) -> bytes:
 
 
 async def _events(chunks: list[bytes], limit: int = 64 << 20) -> list[dict[str, Any]]:
-    return [e async for e in _watch_events(_Content(chunks), limit)]  # type: ignore[arg-type]
+    """The frames as the operator decodes them (jsonsafe: deeper than orjson, lone surrogates)."""
+    return [watch_event(line, jsonsafe.loads) async for line in watch_lines(_Content(chunks), limit)]  # type: ignore[arg-type]
 
 
 async def test_watch_reads_events_of_several_megabytes_in_any_chunking() -> None:

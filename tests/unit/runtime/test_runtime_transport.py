@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 
-from kubetrain.runtime.errors import ApiError
+from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 
 Reply = Callable[[web.Request], Any]
