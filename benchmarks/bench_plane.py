@@ -15,9 +15,14 @@ from `manifests/` meets (flow schema `service-accounts`, priority level `workloa
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import os
+import signal
 import ssl
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +54,56 @@ def proc_rss_mb(pid: int) -> float:
 
 def proc_name(pid: int) -> str:
     return Path(f"/proc/{pid}/comm").read_text().strip()
+
+
+class ChildProcess:
+    """A child process of a benchmark script (`script`, set by a subclass) that prints one JSON line
+    when it is ready and answers each JSON line it is sent with one."""
+
+    script: Path
+    root = Path(__file__).resolve().parent.parent
+
+    def __init__(self, *args: str, pythonpath: str | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(self.script), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=self.root,
+            env={**os.environ, "PYTHONPATH": pythonpath or str(self.root)},
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"child {args} exited with {self.proc.wait()}")
+        self.info: JsonDict = json.loads(line)
+        self.final: JsonDict = {}
+
+    async def ask(self, message: JsonDict) -> JsonDict:
+        """Send one JSON line and wait for the child's one-line answer (off the event loop)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+        line = await asyncio.to_thread(self.proc.stdout.readline)
+        if not line:
+            raise RuntimeError(f"child {self.proc.args!r} exited with {self.proc.wait()}")
+        return dict(json.loads(line))
+
+    def rss_mb(self) -> float:
+        return proc_rss_mb(self.proc.pid)
+
+    def cpu_s(self) -> float:
+        return proc_cpu_s(self.proc.pid)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, _ = self.proc.communicate(timeout=15)
+            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+            self.final = json.loads(lines[-1]) if lines else {}
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @dataclass

@@ -50,7 +50,7 @@ for _path in (ROOT / "benchmarks",) if os.environ.get("PYTHONPATH") else (ROOT, 
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from bench_plane import Identity, Plane, from_kubeconfig, proc_cpu_s  # noqa: E402
+from bench_plane import ChildProcess, Identity, Plane, from_kubeconfig, proc_cpu_s  # noqa: E402
 
 JsonDict = dict[str, Any]
 IN_FLIGHT = 64
@@ -376,38 +376,8 @@ def run_client(args: argparse.Namespace) -> None:
 # ---- the driver ---------------------------------------------------------------------------------
 
 
-class Child:
-    def __init__(self, *args: str, pythonpath: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": pythonpath},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"child {args} exited with {self.proc.wait()}")
-        self.info: JsonDict = json.loads(line)
-
-    async def ask(self, message: JsonDict) -> JsonDict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-        line = await asyncio.to_thread(self.proc.stdout.readline)
-        if not line:
-            raise RuntimeError(f"child {self.proc.args!r} exited with {self.proc.wait()}")
-        return dict(json.loads(line))
-
-    def stop(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+class Child(ChildProcess):
+    script = Path(__file__)
 
 
 def load() -> str:

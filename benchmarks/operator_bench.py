@@ -32,7 +32,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,12 +50,12 @@ for _path in (ROOT, ROOT / "benchmarks") if not os.environ.get("PYTHONPATH") els
         sys.path.insert(0, str(_path))
 
 from bench_plane import (  # noqa: E402
+    ChildProcess,
     Plane,
     apf_delta,
     apf_snapshot,
     drop_service_account,
     from_kubeconfig,
-    proc_cpu_s,
     proc_rss_mb,
     request,
     use_service_account,
@@ -162,50 +161,8 @@ def run_profiled(main: Callable[[], Coroutine[Any, Any, None]], profile: str | N
         asyncio.run(main())
 
 
-class Child:
-    """A child process of this script that prints one JSON line when it is ready."""
-
-    def __init__(self, *args: str, pythonpath: str | None = None) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": pythonpath or str(ROOT)},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"child {args} exited with {self.proc.wait()}")
-        self.info: JsonDict = json.loads(line)
-        self.final: JsonDict = {}
-
-    async def ask(self, message: JsonDict) -> JsonDict:
-        """Send one JSON line and wait for the child's one-line answer (off the event loop)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-        line = await asyncio.to_thread(self.proc.stdout.readline)
-        if not line:
-            raise RuntimeError(f"child {self.proc.args!r} exited with {self.proc.wait()}")
-        return dict(json.loads(line))
-
-    def rss_mb(self) -> float:
-        return proc_rss_mb(self.proc.pid)
-
-    def cpu_s(self) -> float:
-        return proc_cpu_s(self.proc.pid)
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            out, _ = self.proc.communicate(timeout=15)
-            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-            self.final = json.loads(lines[-1]) if lines else {}
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+class Child(ChildProcess):
+    script = Path(__file__)
 
 
 # ---- the driver's HTTP -------------------------------------------------------------------------
