@@ -10,7 +10,7 @@ import ssl
 import time
 from typing import Any
 
-import aiohttp
+from kubetrain.kube.client import KubeAPI
 
 _STATUS_RETRIES = 5
 
@@ -30,17 +30,12 @@ class KubeletSim:
         self,
         base_url: str,
         node_name: str = "kubetrain-node",
-        session: aiohttp.ClientSession | None = None,
         *,
         token: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
-        self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+        self.api = KubeAPI.for_url(base_url, token=token, ssl_context=ssl_context)
         self.node_name = node_name
-        self._session = session
-        self._own_session = session is None
         self._ip_counter = 1
 
     async def __aenter__(self) -> KubeletSim:
@@ -49,16 +44,8 @@ class KubeletSim:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
-        return self._session
-
     async def close(self) -> None:
-        if self._own_session and self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.api.close()
 
     async def _call(
         self,
@@ -68,18 +55,10 @@ class KubeletSim:
         content_type: str = "application/json",
         params: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
-        import json
-
-        data = None if body is None else json.dumps(body)
-        async with self.session.request(
-            method,
-            self.base_url + path,
-            data=data,
-            params=params,
-            headers={"Content-Type": content_type, **self._auth},
-            ssl=self._ssl,
-        ) as resp:
-            return resp.status, await resp.json(content_type=None)
+        """Status and decoded answer of one request, whatever the status."""
+        data = None if body is None else self.api.dumps(body)
+        resp = await self.api.send(method, path, query=params, body=data, content_type=content_type)
+        return resp.status, self.api.loads(resp.body) if resp.body else None
 
     async def _ok(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
         status, out = await self._call(method, path, body, **kw)
