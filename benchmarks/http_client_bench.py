@@ -244,7 +244,7 @@ def available_clients(wanted: list[str]) -> list[str]:
 
 
 def pod(name: str) -> JsonDict:
-    """A pod shaped like an operator's replica pod (labels, env, ports, an owner), ~1.5 KB."""
+    """A pod shaped like an operator's replica pod (labels, env, ports, requests), ~1.5 KB."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
