@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import copy
 import logging
 import tempfile
 import weakref
@@ -42,8 +41,8 @@ from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.store import Event as StoreEvent
 from kubetrain.runtime import ApiError, KubeClient, Manager, RuntimeConfig
 from kubetrain.runtime.crds import install_crds
+from tests.builders import JobBuilder, job
 from tests.kubelet_sim import KubeletError, KubeletSim
-from tests.run_policy_builder import RunPolicySetters
 
 log = logging.getLogger(__name__)
 
@@ -125,64 +124,12 @@ KIND_CASES: dict[str, KindCase] = {
 }
 
 
-class JobBuilder(RunPolicySetters):
-    """`job("TFJob", "a").replicas("Worker", 2, restart_policy="ExitCode").backoff_limit(3).build()`"""
-
-    def __init__(self, kind: str, name: str, namespace: str = NAMESPACE) -> None:
-        self.info = KINDS[kind]
-        self.obj: JsonDict = {
-            "apiVersion": API_VERSION,
-            "kind": kind,
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {self.info.replica_specs_field: {}},
-        }
-
-    @property
-    def kind(self) -> str:
-        return str(self.obj["kind"])
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    def replicas(
-        self,
-        rtype: str,
-        count: int | None = 1,
-        *,
-        restart_policy: str | None = None,
-        container: str | None = None,
-        image: str | None = "busybox:1",
-    ) -> JobBuilder:
-        main: JsonDict = {"name": container or self.info.default_container}
-        if image is not None:
-            main["image"] = image
-        spec: JsonDict = {"template": {"spec": {"containers": [main]}}}
-        if count is not None:
-            spec["replicas"] = count
-        if restart_policy is not None:
-            spec["restartPolicy"] = restart_policy
-        self.obj["spec"][self.info.replica_specs_field][rtype] = spec
-        return self
-
-    def build(self) -> JsonDict:
-        return copy.deepcopy(self.obj)
-
-
-def job(kind: str, name: str, namespace: str = NAMESPACE) -> JobBuilder:
-    return JobBuilder(kind, name, namespace)
-
-
 def default_job(kind: str, name: str, replicas: int = 1, **kw: Any) -> JobBuilder:
     """The kind's usual replica types, `replicas` each (singleton roles stay at 1)."""
     builder = job(kind, name)
     for rtype in KIND_CASES[kind].replica_types:
         builder.replicas(rtype, replicas if rtype == "Worker" else 1, **kw)
     return builder
-
-
-def pod_name(job_name: str, rtype: str, index: int) -> str:
-    return f"{job_name}-{rtype.lower()}-{index}"
 
 
 def conditions(obj: JsonDict | None) -> list[Condition]:

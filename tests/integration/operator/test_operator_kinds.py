@@ -7,7 +7,8 @@ import functools
 import pytest
 
 from kubetrain.runtime import RuntimeConfig
-from tests.integration.operator.harness import KIND_CASES, Cluster, default_job, pod_name, wait_for
+from tests.builders import pod_name
+from tests.integration.operator.harness import KIND_CASES, Cluster, default_job, wait_for
 
 
 @pytest.mark.parametrize("kind", sorted(KIND_CASES))

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from tests.integration.operator.harness import Cluster, JobBuilder, conditions, job, pod_name
+from tests.builders import JobBuilder, job, pod_name
+from tests.integration.operator.harness import Cluster, conditions
 
 KINDS_TWO_TYPES = [
     ("TFJob", "PS", "Worker"),

@@ -11,15 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.operator.harness import (
-    Cluster,
-    JobBuilder,
-    conditions,
-    job,
-    last_condition,
-    pod_name,
-    wait_for,
-)
+from tests.builders import JobBuilder, job, pod_name
+from tests.integration.operator.harness import Cluster, conditions, last_condition, wait_for
 
 BACKOFF_MESSAGE = "Job {name} has failed because it has reached the specified backoff limit"
 DEADLINE_MESSAGE = "Job {name} has failed because it was active longer than specified deadline"

@@ -12,16 +12,15 @@ import asyncio
 import random
 from dataclasses import dataclass
 
+from tests.builders import JobBuilder, pod_name
 from tests.integration.operator.harness import (
     KIND_CASES,
     Cluster,
-    JobBuilder,
     PodAudit,
     conditions,
     default_job,
     drive_safely,
     is_finished,
-    pod_name,
     wait_for,
 )
 

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from tests.integration.operator.harness import Cluster, JobBuilder, PodAudit, conditions, job
+from tests.builders import JobBuilder, job
+from tests.integration.operator.harness import Cluster, PodAudit, conditions
 from tests.integration.reliability.lifecycles import lifecycles, run_and_check
 
 SEED = 422

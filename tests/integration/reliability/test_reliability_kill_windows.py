@@ -8,7 +8,8 @@ import asyncio
 from collections.abc import Callable
 
 from kubetrain.embedded.apiserver.store import Event as StoreEvent
-from tests.integration.operator.harness import Cluster, PodAudit, conditions, job, wait_for
+from tests.builders import job
+from tests.integration.operator.harness import Cluster, PodAudit, conditions, wait_for
 
 
 class KillSwitch:

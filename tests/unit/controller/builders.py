@@ -3,6 +3,8 @@
     job("PyTorchJob").replicas("Master", 1).replicas("Worker", 2).clean_pod_policy("All").build()
     pod(j, "Worker", 0).running().restarts(2).build()
 
+Jobs come from the builder every tier shares (`tests.builders`), here with a fixed uid.
+
 `Cluster` applies a plan the way the API server would (creates get a uid, deletes honour the uid
 precondition, patches are JSON merge patches, the status is replaced) so tests can drive a job
 through its life one plan at a time.
@@ -28,7 +30,7 @@ from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
 from kubetrain.controller.reconciler import plan
 from kubetrain.kube.timefmt import format_time
-from tests.run_policy_builder import RunPolicySetters
+from tests.builders import JobBuilder
 
 JsonDict = dict[str, Any]
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -44,77 +46,8 @@ def stamp(seconds: float = 0) -> str:
     return format_time(at(seconds))
 
 
-class JobBuilder(RunPolicySetters):
-    def __init__(self, kind: str, name: str = "test-job", namespace: str = "default", uid: str = JOB_UID):
-        self.info = KINDS[kind]
-        self.obj: JsonDict = {
-            "apiVersion": API_VERSION,
-            "kind": kind,
-            "metadata": {"name": name, "namespace": namespace, "uid": uid},
-            "spec": {self.info.replica_specs_field: {}},
-        }
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def uid(self) -> str:
-        return str(self.obj["metadata"]["uid"])
-
-    def replicas(
-        self,
-        rtype: str,
-        count: int | None = 1,
-        *,
-        restart_policy: str | None = None,
-        container: str | None = None,
-        ports: list[JsonDict] | None = None,
-        resources: JsonDict | None = None,
-        labels: dict[str, str] | None = None,
-        annotations: dict[str, str] | None = None,
-        pod_spec: JsonDict | None = None,
-    ) -> JobBuilder:
-        main: JsonDict = {"name": container or self.info.default_container, "image": "busybox:1"}
-        if ports is not None:
-            main["ports"] = ports
-        if resources is not None:
-            main["resources"] = resources
-        template: JsonDict = {"spec": {"containers": [main], **(pod_spec or {})}}
-        if labels or annotations:
-            template["metadata"] = {}
-            if labels:
-                template["metadata"]["labels"] = dict(labels)
-            if annotations:
-                template["metadata"]["annotations"] = dict(annotations)
-        spec: JsonDict = {"template": template}
-        if count is not None:
-            spec["replicas"] = count
-        if restart_policy is not None:
-            spec["restartPolicy"] = restart_policy
-        self.obj["spec"][self.info.replica_specs_field][rtype] = spec
-        return self
-
-    def scheduling(self, **fields: Any) -> JobBuilder:
-        return self.run_policy(schedulingPolicy=fields)
-
-    def spec(self, **fields: Any) -> JobBuilder:
-        self.obj["spec"].update(fields)
-        return self
-
-    def annotations(self, **values: str) -> JobBuilder:
-        self.obj["metadata"]["annotations"] = dict(values)
-        return self
-
-    def status(self, status: JsonDict) -> JobBuilder:
-        self.obj["status"] = copy.deepcopy(status)
-        return self
-
-    def build(self) -> JsonDict:
-        return copy.deepcopy(self.obj)
-
-
 def job(kind: str, name: str = "test-job", namespace: str = "default", uid: str = JOB_UID) -> JobBuilder:
+    """The shared builder (`tests.builders`) with a fixed uid, as if the API server had stored the job."""
     return JobBuilder(kind, name, namespace, uid)
 
 
