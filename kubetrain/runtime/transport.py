@@ -68,7 +68,8 @@ class KubeClient:
 
     `qps`/`burst` default to 500/1000 rather than upstream's 20/30: an N-replica job costs ~N
     pod creates plus status and event writes, and at 20 QPS a 1,000-replica job needs ~100 s of
-    budget (spec §1.4). `qps <= 0` disables the limiter (tests against the embedded server).
+    budget (docs/upstream-behaviour.md#client-rate-limits). `qps <= 0` disables the limiter (tests
+    against the embedded server).
     """
 
     def __init__(
