@@ -34,7 +34,6 @@ import re
 from typing import Any
 
 from kubetrain.api.codec import type_name
-from kubetrain.api.dns import DNS1035_LABEL_MAX_LENGTH, is_dns1035_label
 from kubetrain.api.fielderrors import ErrorList, ErrorType, FieldError, invalid, not_supported, required
 from kubetrain.api.kinds import CLEAN_POD_POLICIES, RESTART_POLICIES, KindInfo
 from kubetrain.api.types import (
@@ -48,6 +47,7 @@ from kubetrain.api.types import (
     TFJobSpec,
     TrainingJob,
 )
+from kubetrain.kube.names import DNS1035_LABEL_MAX_LENGTH, is_dns1035_label
 
 MAX_REPLICAS = 10000
 SUCCESS_POLICIES = ("", "AllWorkers")

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api import guards
-from kubetrain.api.dns import is_dns1035_label
 from kubetrain.api.fielderrors import ErrorList, forbidden, invalid, not_supported, required
 from kubetrain.api.jobs import parse_job
 from kubetrain.api.kinds import KUBEFLOW_JOBS_CONTROLLER, MULTIKUEUE_CONTROLLER, KindInfo
 from kubetrain.api.types import QUEUE_IMMUTABLE, PyTorchJobSpec, ReplicaSpec, RunPolicy, TrainingJob
+from kubetrain.kube.names import is_dns1035_label
 
 SUPPORTED_MANAGERS = (KUBEFLOW_JOBS_CONTROLLER, MULTIKUEUE_CONTROLLER)
 MANAGED_BY_PATH = "spec.runPolicy.managedBy"

@@ -19,13 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.api.defaults_mpi import default_v2
-from kubetrain.api.dns import is_dns1035_label
 from kubetrain.api.fielderrors import ErrorList, ErrorType, FieldError, invalid, not_supported, required
 from kubetrain.api.kinds import CLEAN_POD_POLICIES, MULTIKUEUE_CONTROLLER, RESTART_NEVER, RESTART_ON_FAILURE
 from kubetrain.api.kinds_mpi import MPI_OPERATOR_CONTROLLER, ExtraJob, v1_spec, v2_spec
 from kubetrain.api.types import ReplicaSpec, RunPolicy, TrainingJob
 from kubetrain.api.types_historical import Caffe2Job, ChainerJob
 from kubetrain.api.types_mpi import LAUNCHER, MPI_IMPLEMENTATIONS, MPI_REPLICA_TYPES, WORKER
+from kubetrain.kube.names import is_dns1035_label
 
 V2_MANAGERS = (MPI_OPERATOR_CONTROLLER, MULTIKUEUE_CONTROLLER)
 V2_RESTART_POLICIES = (RESTART_NEVER, RESTART_ON_FAILURE)

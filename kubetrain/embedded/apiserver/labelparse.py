@@ -4,8 +4,9 @@ empty value, and the error texts are upstream's)."""
 
 from __future__ import annotations
 
+from kubetrain.kube.names import LABEL_VALUE_MSG, is_label_value, qualified_name_errors
+
 from .errors import FieldError
-from .meta import LABEL_VALUE, LABEL_VALUE_MSG, qualified_name_errors
 
 SPECIAL = set("=!(),><")
 TOKENS = {")": "CPAR", ",": "COMMA", "!": "NOT", "==": "DEQ", "=": "EQ", ">": "GT", "in": "IN", "<": "LT"}
@@ -107,7 +108,7 @@ class _Parser:
         values = self.set_values() if op in ("in", "notin") else self.exact_value()
         ordered = tuple(sorted(values))
         for i, value in enumerate(ordered):
-            if len(value) > 63 or not LABEL_VALUE.match(value):
+            if len(value) > 63 or not is_label_value(value):
                 detail = "must be no more than 63 bytes" if len(value) > 63 else LABEL_VALUE_MSG
                 raise ParseError(str(FieldError("FieldValueInvalid", f"values[{i}][{key}]", value, detail)))
         if op in ("gt", "lt") and not all(v.lstrip("-").isdigit() for v in ordered):

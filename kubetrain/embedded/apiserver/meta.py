@@ -9,32 +9,20 @@ import re
 import time
 from typing import Any
 
+from kubetrain.kube.names import (
+    LABEL_VALUE_MSG,
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_label_value,
+    qualified_name_errors,
+)
 from kubetrain.kube.timefmt import format_time
 
 from .errors import FieldError
 
 # utilrand's alphabet: no vowels (no accidental words) and no confusable 0/1/3.
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-DNS1035_MSG = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-
 # System fields a client can never set through create/update.
 SYSTEM_FIELDS = (
     "uid",
@@ -64,61 +52,16 @@ def generate_name(prefix: str) -> str:
 
 def validate_name(kind: str, name: str, namespace: str | None) -> list[FieldError]:
     """The metadata checks of ValidateObjectMeta that clients run into."""
-    errs: list[FieldError] = []
     if kind == "Namespace":
-        pattern, msg, limit = _LABEL, LABEL_MSG, 63
+        reasons = is_dns1123_label(name)
     elif kind == "Service":
-        pattern, msg, limit = _DNS1035, DNS1035_MSG, 63
+        reasons = is_dns1035_label(name)
     else:
-        pattern, msg, limit = _SUBDOMAIN, SUBDOMAIN_MSG, 253
-    if len(name) > limit:
-        errs.append(
-            FieldError("FieldValueInvalid", "metadata.name", name, f"must be no more than {limit} characters")
-        )
-    if not pattern.match(name):
-        errs.append(FieldError("FieldValueInvalid", "metadata.name", name, msg))
-    return errs
+        reasons = is_dns1123_subdomain(name)
+    return [FieldError("FieldValueInvalid", "metadata.name", name, reason) for reason in reasons]
 
 
-_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_QUALIFIED_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
-    "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
-    "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
-    "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
 MAX_ANNOTATIONS_BYTES = 256 * 1024
-
-
-def qualified_name_errors(value: str, what: str = "a qualified name") -> list[str]:
-    """``validation.IsQualifiedName``: an optional DNS subdomain prefix and '/', then a name part."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) > 2:
-        suffix = "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        return [f"{what} {_QUALIFIED_MSG} {suffix}"]
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 bytes")
-            if not _SUBDOMAIN.match(prefix):
-                errs.append(f"prefix part {SUBDOMAIN_MSG}")
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 bytes")
-    if not _QUALIFIED.match(name):
-        errs.append(f"name part {_QUALIFIED_MSG}")
-    return errs
 
 
 def labels_errors(meta: dict[str, Any]) -> list[FieldError]:
@@ -136,7 +79,7 @@ def labels_errors(meta: dict[str, Any]) -> list[FieldError]:
             errs.append(
                 FieldError("FieldValueInvalid", "metadata.labels", value, "must be no more than 63 bytes")
             )
-        if not LABEL_VALUE.match(value):
+        if not is_label_value(value):
             errs.append(FieldError("FieldValueInvalid", "metadata.labels", value, LABEL_VALUE_MSG))
     annotations = meta.get("annotations") or {}
     for key in annotations:

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubetrain.api.defaults import apply_defaults
-from kubetrain.api.dns import is_dns1035_label
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import aggregate, validate_raw, validate_raw_with_warnings
+from kubetrain.kube.names import is_dns1035_label
 
 json_values = st.recursive(
     st.none()
