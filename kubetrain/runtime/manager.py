@@ -47,6 +47,7 @@ from kubetrain.controller.plan import (
     Plan,
 )
 from kubetrain.kube.errors import ApiError
+from kubetrain.kube.labels import matches
 from kubetrain.kube.resources import ResourceType
 from kubetrain.kube.timefmt import parse_time
 from kubetrain.runtime import kinds as served
@@ -68,7 +69,6 @@ from kubetrain.runtime.crds import install_crds
 from kubetrain.runtime.events import EventRecorder, involved_object
 from kubetrain.runtime.expectations import Expectations, child_id
 from kubetrain.runtime.informer import Informer
-from kubetrain.runtime.labels import matches
 from kubetrain.runtime.metrics import Metrics
 from kubetrain.runtime.ratelimit import default_controller_rate_limiter
 from kubetrain.runtime.transport import KubeClient

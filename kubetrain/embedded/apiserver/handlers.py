@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from kubetrain.kube.labels import LabelSelector, SelectorError
+
 from . import admission, discovery, errors
 from .decoding import check_delete_options, check_size, decode_json, decode_yaml, unrecognized
 from .errors import APIError
@@ -26,7 +28,7 @@ from .listopts import dry_run, list_version, parse_resource_version, too_large
 from .logs import LogOptions, LogProvider, LogUnavailable
 from .resources import BUILTINS, ResourceType
 from .rest import APPLY_PATCH, DeleteOptions, ObjectStorage
-from .selection import FieldSelector, LabelSelector, SelectorError
+from .selection import FieldSelector
 from .store import TooOld
 from .tables import to_table, wants_table
 from .watch import Watcher, WatchHub

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.kube.duration import human_duration
+from kubetrain.kube.labels import label_selector_string
 from kubetrain.kube.timefmt import parse_epoch
 
 Cell = Callable[[dict[str, Any]], Any]
@@ -67,20 +68,7 @@ def _selector(labels: dict[str, Any] | None) -> str:
 
 def _label_selector(sel: dict[str, Any] | None) -> str:
     """``metav1.FormatLabelSelector`` for matchLabels and matchExpressions."""
-    if not sel:
-        return NONE
-    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
-    for expr in sel.get("matchExpressions") or ():
-        op, key, values = expr.get("operator"), expr.get("key"), ",".join(expr.get("values") or ())
-        if op == "In":
-            parts.append(f"{key} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({values})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts) or NONE
+    return label_selector_string(sel) or NONE
 
 
 def _template_containers(obj: dict[str, Any], field: str) -> str:

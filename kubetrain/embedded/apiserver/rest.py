@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kubetrain.kube.labels import LabelSelector, label_selector_string
+
 from . import errors, fieldvalidation
 from .admission import CREATE, UPDATE, AdmissionChain
 from .crd import CLEANUP_FINALIZER, crd_errors, crd_status, default_crd
@@ -33,7 +35,7 @@ from .schema import (
     validate,
     validate_transitions,
 )
-from .selection import FieldSelector, LabelSelector, format_label_selector
+from .selection import FieldSelector
 from .store import Store, TooOld, meta_of
 from .updates import update_errors
 
@@ -731,7 +733,7 @@ class ObjectStorage:
             source = [one] if one is not None else []
         else:
             source = list(self.store.iter(rt.key, ns))
-        matched = [o for o in source if labels.matches(o) and fields.matches(o)]
+        matched = [o for o in source if labels.matches_object(o) and fields.matches(o)]
         matched.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         if start:
             matched = [
@@ -787,7 +789,7 @@ class ObjectStorage:
             raise errors.path_not_found()
         meta = obj["metadata"]
         if paths.selector_from_spec:
-            selector: Any = format_label_selector((obj.get("spec") or {}).get("selector"))
+            selector: Any = label_selector_string((obj.get("spec") or {}).get("selector"))
         else:
             selector = get_path(obj, paths.label_selector) if paths.label_selector else None
         status: dict[str, Any] = {"replicas": get_path(obj, paths.status_replicas) or 0}

@@ -1,87 +1,14 @@
-"""Label and field selectors, parsed once per request and matched against stored dicts."""
+"""Field selectors (``fields.ParseSelector``), parsed once per request and matched against stored dicts.
+
+Label selectors are `kubetrain.kube.labels`, which the operator shares; field selectors are the
+server's alone (which fields a kind can be selected by is the server's table)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from . import labelparse
-
-
-class SelectorError(ValueError):
-    """A selector the server cannot parse (answered with 400 BadRequest)."""
-
-
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    op: str  # "=", "!=", "in", "notin", "exists", "!", "gt", "lt"
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        if self.op == "exists":
-            return present
-        if self.op == "!":
-            return not present
-        if self.op in ("=", "in"):
-            return present and labels[self.key] in self.values
-        if self.op in ("gt", "lt"):
-            try:
-                have, want = int(labels[self.key]), int(self.values[0])
-            except (KeyError, ValueError, IndexError):
-                return False
-            return have > want if self.op == "gt" else have < want
-        # "!=" and "notin" match objects without the label, as in labels.Selector.
-        return not present or labels[self.key] not in self.values
-
-
-class LabelSelector:
-    """``labels.Parse`` semantics: =, ==, !=, in, notin, key (exists), !key."""
-
-    def __init__(self, requirements: list[Requirement]) -> None:
-        self.requirements = requirements
-
-    @classmethod
-    def parse(cls, text: str | None) -> LabelSelector:
-        if not text or not text.strip():
-            return cls([])
-        try:
-            parsed = labelparse.parse(text)
-        except labelparse.ParseError as exc:
-            raise SelectorError(str(exc)) from None
-        return cls([Requirement(key, op, values) for key, op, values in parsed])
-
-    @property
-    def empty(self) -> bool:
-        return not self.requirements
-
-    def matches(self, obj: Mapping[str, Any]) -> bool:
-        if not self.requirements:
-            return True
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        return all(r.matches(labels) for r in self.requirements)
-
-
-def format_label_selector(selector: Mapping[str, Any] | None) -> str:
-    """A metav1.LabelSelector dict as the string form scale subresources report."""
-    if not selector:
-        return ""
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        op = expr.get("operator", "")
-        key = expr.get("key", "")
-        values = ",".join(sorted(expr.get("values") or []))
-        if op == "In":
-            parts.append(f"{key} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({values})")
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)
+from kubetrain.kube.labels import SelectorError
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str:

@@ -12,10 +12,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from kubetrain.kube.labels import LabelSelector
+
 from .errors import APIError, expired
 from .jsonutil import dumps
 from .resources import ResourceType
-from .selection import FieldSelector, LabelSelector
+from .selection import FieldSelector
 from .store import Event, Store, meta_of
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -53,7 +55,7 @@ class Watcher:
             return False
         if self.namespace is not None and meta_of(obj).get("namespace", "") != self.namespace:
             return False
-        return self.labels.matches(obj) and self.fields.matches(obj)
+        return self.labels.matches_object(obj) and self.fields.matches(obj)
 
     def line(self, ev: Event, type_: str, use_old: bool = False) -> bytes:
         if self.transform is None:

@@ -13,8 +13,8 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from kubetrain.kube.errors import ApiError
+from kubetrain.kube.labels import matches
 from kubetrain.kube.resources import ResourceType
-from kubetrain.runtime.labels import matches
 from kubetrain.runtime.resources import default_registry
 
 JsonDict = dict[str, Any]
