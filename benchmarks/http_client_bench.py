@@ -77,7 +77,7 @@ class Client(Protocol):
 
 def _load_http11() -> Any:
     """`ConnectionPool` and `_Connection` of the tree under test: kube/ first, then runtime/ (older)."""
-    for module in ("kubetrain.kube.http11", "kubetrain.kube.http11"):
+    for module in ("kubetrain.kube.http11", "kubetrain.runtime.http11"):
         try:
             return __import__(module, fromlist=["ConnectionPool"])
         except ImportError:
