@@ -300,7 +300,7 @@ class AsyncClient:
         """The pod's log lines (without the trailing newline); `follow` streams until it ends."""
         try:
             async for line in stream_pod_log(
-                self.kube.configuration,
+                self.kube.api,
                 self.namespace,
                 pod,
                 container,

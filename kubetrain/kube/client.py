@@ -270,9 +270,11 @@ class KubeAPI:
         *,
         query: Query | None = None,
         timeout: aiohttp.ClientTimeout,
+        accept: str = JSON,
     ) -> aiohttp.ClientResponse:
         """A response whose body the caller reads as it arrives (watches, logs); caller closes it."""
         headers, target = await self.headers_and_target(path, query, None, None)
+        headers["Accept"] = accept
         try:
             return await self._stream(method, target, headers, None, timeout)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
