@@ -59,6 +59,24 @@ def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
     )
 
 
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    not_before: dt.datetime,
+    not_after: dt.datetime,
+) -> x509.CertificateBuilder:
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+    )
+
+
 def ca_certificate(
     subject: x509.Name,
     *,
@@ -70,13 +88,7 @@ def ca_certificate(
     now = now or dt.datetime.now(dt.UTC)
     key = new_key()
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - backdate)
-        .not_valid_after(now + validity)
+        _builder(subject, subject, key, now - backdate, now + validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(_key_usage(cert_sign=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
@@ -108,13 +120,7 @@ def serving_certificate(
         except ValueError:
             alt.append(x509.DNSName(host))
     builder = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(issuer_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - backdate)
-        .not_valid_after(now + validity)
+        _builder(name, issuer_name, key, now - backdate, now + validity)
         .add_extension(x509.SubjectAlternativeName(alt), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(cert_sign=False), critical=True)
