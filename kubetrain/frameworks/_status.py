@@ -38,6 +38,7 @@ from kubetrain.api.kinds import (
 from kubetrain.api.types import ReplicaSpec, ReplicaStatus, TrainingJob
 from kubetrain.frameworks._env import replicas_of
 from kubetrain.frameworks.base import StatusContext
+from kubetrain.kube.labels import format_labels
 
 METRIC_SUCCESSFUL = "training_operator_jobs_successful_total"
 METRIC_FAILED = "training_operator_jobs_failed_total"
@@ -79,7 +80,7 @@ def replica_selector(job: TrainingJob, info: KindInfo, rtype: str) -> str:
         LABEL_OPERATOR_NAME: info.controller_name,
         LABEL_REPLICA_TYPE: rtype.lower(),
     }
-    return ",".join(f"{key}={labels[key]}" for key in sorted(labels))
+    return format_labels(labels)
 
 
 class StatusRun:

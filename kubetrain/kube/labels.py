@@ -243,6 +243,11 @@ def matches(selector: str | None, labels: Mapping[str, str] | None) -> bool:
     return parse_selector(selector).matches(labels)
 
 
+def format_labels(labels: Mapping[str, Any] | None) -> str:
+    """``labels.Set.String()``: `k=v` pairs, keys sorted, comma-joined ("" for none)."""
+    return ",".join(f"{key}={value}" for key, value in sorted((labels or {}).items()))
+
+
 def label_selector_string(selector: Mapping[str, Any] | None) -> str:
     """A metav1.LabelSelector dict as ``LabelSelectorAsSelector(...).String()`` spells it:
     requirements sorted by key, set values sorted; "" for none (FormatLabelSelector shows

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.kube.duration import human_duration
-from kubetrain.kube.labels import label_selector_string
+from kubetrain.kube.labels import format_labels, label_selector_string
 from kubetrain.kube.timefmt import parse_epoch
 
 Cell = Callable[[dict[str, Any]], Any]
@@ -63,7 +63,7 @@ def age(obj: dict[str, Any]) -> str:
 
 
 def _selector(labels: dict[str, Any] | None) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted((labels or {}).items())) or NONE
+    return format_labels(labels) or NONE
 
 
 def _label_selector(sel: dict[str, Any] | None) -> str:

@@ -1,6 +1,13 @@
 import pytest
 
-from kubetrain.kube.labels import LabelSelector, Requirement, SelectorError, label_selector_string, matches
+from kubetrain.kube.labels import (
+    LabelSelector,
+    Requirement,
+    SelectorError,
+    format_labels,
+    label_selector_string,
+    matches,
+)
 from kubetrain.kube.names import LABEL_VALUE_MSG
 
 L = {"training.kubeflow.org/operator-name": "pytorchjob-controller", "app": "x"}
@@ -69,3 +76,8 @@ def test_label_selector_string_sorts_requirements_by_key_and_values() -> None:
     }
     assert label_selector_string(selector) == "a,b=2,c notin (x,y),!d,z=1"
     assert label_selector_string(None) == "" and label_selector_string({}) == ""
+
+
+def test_format_labels_is_sorted_pairs() -> None:
+    assert format_labels({"b": "2", "a": "1"}) == "a=1,b=2"
+    assert format_labels(None) == "" and format_labels({}) == ""
