@@ -25,6 +25,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("up", "serve", "run a local plane (API server + operator + node) until Ctrl-C"),
     Command("get", "inspect", "list jobs, or show one"),
     Command("describe", "inspect", "show a job's status, pods and events"),
+    Command("create", "submit", "create the jobs of files (-f FILE, a directory, or - for stdin)"),
+    Command("apply", "submit", "create or update the jobs of files by server-side apply (-f FILE)"),
     Command("logs", "logs", "print the logs of a job's replicas, or of one pod"),
     Command("delete", "manage", "delete a job and its pods"),
     Command("wait", "manage", "block until a job reaches a condition"),

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kubetrain.cli import output
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import KIND_HELP, SubParsers, err, out, target_parser, with_client
+from kubetrain.client.errors import InvalidInput
 
 if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
     from kubetrain.client.aio import AsyncClient
+
+JsonDict = dict[str, Any]
 
 
 def register(sub: SubParsers) -> None:
@@ -24,6 +27,21 @@ def register(sub: SubParsers) -> None:
     get.add_argument("kind", nargs="?", metavar="KIND", help=KIND_HELP)
     get.add_argument("name", nargs="?", metavar="NAME", help="a job name")
     get.add_argument("-o", "--output", choices=output.FORMATS[1:], help="output format (default: a table)")
+    get.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="jobs of every namespace (a NAMESPACE column)"
+    )
+    get.add_argument(
+        "-l",
+        "--selector",
+        metavar="SELECTOR",
+        help="only jobs whose labels match, e.g. team=vision,tier!=dev",
+    )
+    get.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after the list, print a line for every change until Ctrl-C (table output only)",
+    )
     get.set_defaults(handler=with_client(_get))
 
     describe = sub.add_parser(
@@ -39,10 +57,16 @@ def register(sub: SubParsers) -> None:
 
 
 async def _get(client: AsyncClient, args: argparse.Namespace) -> int:
+    if args.name and (args.all_namespaces or args.selector):
+        raise InvalidInput("a NAME is one job of one namespace: drop -A/-l, or the NAME")
+    if args.watch:
+        if args.output not in (None, "wide"):
+            raise InvalidInput("-w prints table lines: use it without -o, or with -o wide")
+        return await _watch(client, args)
     if args.name:
         jobs = [await client.get(args.kind, args.name)]
     else:
-        jobs = await client.list(args.kind)
+        jobs = await client.list(args.kind, all_namespaces=args.all_namespaces, selector=args.selector)
     fmt = args.output or "table"
     if fmt in ("yaml", "json"):
         out.print(output.as_document(jobs, bool(args.name), fmt), markup=False)
@@ -50,11 +74,50 @@ async def _get(client: AsyncClient, args: argparse.Namespace) -> int:
         if jobs:
             out.print(output.names(jobs), markup=False)
     elif not jobs:
-        where = f"{args.kind} " if args.kind else ""
-        err.print(f"No {where}jobs found in {client.namespace} namespace.", markup=False)
+        _say_none_found(client, args)
     else:
-        headers, rows = output.job_rows(jobs, show_kind=not args.kind, wide=fmt == "wide")
+        headers, rows = _rows(jobs, args)
         out.print(output.format_table(headers, rows), markup=False)
+    return 0
+
+
+def _rows(jobs: list[JsonDict], args: argparse.Namespace) -> tuple[list[str], list[list[str]]]:
+    return output.job_rows(
+        jobs,
+        show_kind=not args.kind,
+        wide=args.output == "wide",
+        show_namespace=args.all_namespaces,
+    )
+
+
+def _say_none_found(client: AsyncClient, args: argparse.Namespace) -> None:
+    what = f"{args.kind} jobs" if args.kind else "jobs"
+    where = "" if args.all_namespaces else f" in {client.namespace} namespace"
+    err.print(f"No {what} found{where}.", markup=False)
+
+
+async def _watch(client: AsyncClient, args: argparse.Namespace) -> int:
+    """kubectl's `get -w`: the table, then one line per change, aligned with the table's columns."""
+    from kubetrain.client.aio import LISTED, SYNCED  # loaded already: the client is connected
+
+    listed: list[JsonDict] = []
+    widths: list[int] = []
+    async for event, job in client.watch_jobs(
+        args.kind, all_namespaces=args.all_namespaces, selector=args.selector
+    ):
+        if args.name and event != SYNCED and job["metadata"].get("name") != args.name:
+            continue
+        if event == LISTED:
+            listed.append(job)
+        elif event == SYNCED:
+            if not listed:
+                _say_none_found(client, args)
+            headers, rows = _rows(listed, args)
+            widths = output.column_widths(headers, rows)
+            out.print(output.format_table(headers, rows, widths), markup=False)
+        else:
+            _, rows = _rows([job], args)
+            out.print(output.format_table([], rows, widths), markup=False)
     return 0
 
 

@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING
 
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import KIND_HELP, SubParsers, err, out, positive_float, target_parser, with_client
+from kubetrain.cli.submit import add_file_option
 from kubetrain.client import jobstate
+from kubetrain.client.errors import EXIT_FAILED, InvalidInput, KubetrainError
 from kubetrain.client.kinds import resolve_kind
+from kubetrain.client.source import job_files, read_documents
 
 if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
     from kubetrain.client.aio import AsyncClient
@@ -22,11 +25,13 @@ def register(sub: SubParsers) -> None:
         "delete",
         parents=[parent],
         help=HELP["delete"],
-        description="Delete a job. Foreground cascade (default): the job stays, terminating, until the "
-        "garbage collector removed its pods; --wait blocks until then.",
+        description="Delete a job (KIND NAME), or the jobs of files (-f). Foreground cascade (default): "
+        "the job stays, terminating, until the garbage collector removed its pods; --wait blocks "
+        "until then.",
     )
-    delete.add_argument("kind", metavar="KIND", help=KIND_HELP)
-    delete.add_argument("name", metavar="NAME", help="the job's name")
+    delete.add_argument("kind", metavar="KIND", nargs="?", help=KIND_HELP)
+    delete.add_argument("name", metavar="NAME", nargs="?", help="the job's name")
+    add_file_option(delete, "the jobs to delete (their kind, name and namespace)", required=False)
     delete.add_argument(
         "--cascade",
         choices=CASCADE,
@@ -61,12 +66,43 @@ def register(sub: SubParsers) -> None:
 
 
 async def _delete(client: AsyncClient, args: argparse.Namespace) -> int:
-    info = resolve_kind(args.kind)
-    await client.delete(args.kind, args.name, args.cascade.capitalize())  # the propagationPolicy
-    if args.wait:
-        await client.wait_deleted(args.kind, args.name, args.timeout)
-    out.print(f'{info.singular}.{info.group} "{args.name}" deleted', markup=False)
-    return 0
+    if bool(args.files) == bool(args.kind):
+        raise InvalidInput(
+            "give KIND NAME or -f FILE: kubetrain delete pytorchjob NAME, kubetrain delete -f job.yaml"
+        )
+    if args.kind and not args.name:
+        raise InvalidInput(f"which {args.kind}? kubetrain delete {args.kind} NAME")
+    targets = [(args.kind, args.name, None)] if args.kind else _named_in(args.files)
+    code = 0
+    for kind, name, namespace in targets:
+        info = resolve_kind(kind)
+        scoped = client.in_namespace(namespace) if namespace else client
+        try:
+            await scoped.delete(kind, name, args.cascade.capitalize())  # the propagationPolicy
+            if args.wait:
+                await scoped.wait_deleted(kind, name, args.timeout)
+        except KubetrainError as exc:
+            if not args.files:
+                raise
+            err.print(f"error: {exc}", style="red", markup=False)
+            code = EXIT_FAILED
+            continue
+        out.print(f'{info.singular}.{info.group} "{name}" deleted', markup=False)
+    return code
+
+
+def _named_in(values: list[str]) -> list[tuple[str, str, str | None]]:
+    """(kind, name, namespace) of every document: deleting needs no valid spec, only identity."""
+    targets = []
+    for path in job_files(values):
+        docs, label = read_documents(path)
+        for doc in docs:
+            meta = (doc.get("metadata") if isinstance(doc, dict) else None) or {}
+            if not isinstance(doc, dict) or not doc.get("kind") or not meta.get("name"):
+                raise InvalidInput(f"{label}: every document needs a kind and a metadata.name to delete")
+            resolve_kind(str(doc["kind"]))  # an unknown kind fails before anything is deleted
+            targets.append((str(doc["kind"]), str(meta["name"]), meta.get("namespace")))
+    return targets
 
 
 def _condition_names(values: list[str] | None) -> tuple[str, ...]:

@@ -21,15 +21,28 @@ JsonDict = dict[str, Any]
 FORMATS = ("table", "wide", "yaml", "json", "name")
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by three spaces, like kubectl's printer."""
+def column_widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
+            if i == len(widths):
+                widths.append(0)
             widths[i] = max(widths[i], len(cell))
+    return widths
+
+
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int] | None = None
+) -> str:
+    """Left-aligned columns separated by three spaces, like kubectl's printer; `widths` keeps
+    later lines (`get -w`) aligned with the first table (a longer cell just pushes its line)."""
+    widths = column_widths(headers, rows) if widths is None else widths
     lines = []
-    for row in [list(headers), *map(list, rows)]:
-        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
+    for row in [list(headers), *map(list, rows)] if headers else list(map(list, rows)):
+        cells = [
+            cell.ljust(widths[i] if i < len(widths) else 0) if i < len(row) - 1 else cell
+            for i, cell in enumerate(row)
+        ]
         lines.append("   ".join(cells).rstrip())
     return "\n".join(lines)
 
@@ -51,10 +64,16 @@ def _message(job: JsonDict) -> str:
 
 
 def job_rows(
-    jobs: Sequence[JsonDict], *, show_kind: bool, wide: bool, now: datetime | None = None
+    jobs: Sequence[JsonDict],
+    *,
+    show_kind: bool,
+    wide: bool,
+    show_namespace: bool = False,
+    now: datetime | None = None,
 ) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of `kubetrain get`: NAME STATE AGE (+ replicas, message with -o wide)."""
-    headers = ["NAME", "STATE", "AGE"]
+    """Headers and rows of `kubetrain get`: [NAMESPACE] NAME STATE AGE (+ replicas, message
+    with -o wide)."""
+    headers = ["NAMESPACE"] * show_namespace + ["NAME", "STATE", "AGE"]
     if wide:
         headers += ["REPLICAS(active/succeeded/failed)", "MESSAGE"]
     rows = []
@@ -63,7 +82,8 @@ def job_rows(
         name = str(meta.get("name", ""))
         if show_kind:
             name = f"{str(job.get('kind', '')).lower()}.kubeflow.org/{name}"
-        row = [name, jobstate.state(job), age(meta.get("creationTimestamp"), now)]
+        row = [str(meta.get("namespace", ""))] * show_namespace
+        row += [name, jobstate.state(job), age(meta.get("creationTimestamp"), now)]
         if wide:
             row += [_replicas(job), _message(job)]
         rows.append(row)

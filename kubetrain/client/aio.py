@@ -38,6 +38,11 @@ JsonDict = dict[str, Any]
 JsonList = list[JsonDict]
 FOREGROUND = "Foreground"
 BACKGROUND = "Background"
+APPLY_PATCH = "application/apply-patch+yaml"
+LISTED, SYNCED = "LISTED", "SYNCED"
+"""`watch_jobs`' events before the changes: a job of the first list, then the end of that list."""
+APPLY_MANAGER = "kubetrain"
+"""The field manager of `kubetrain apply` (kubectl's is `kubectl`)."""
 
 
 def api_failure(err: ApiError, what: str = "", namespace: str = "") -> KubetrainError:
@@ -61,6 +66,13 @@ def api_failure(err: ApiError, what: str = "", namespace: str = "") -> Kubetrain
         )
     text = err.message or err.reason or f"HTTP {err.status}"
     return ApiFailure(f"API error {err.status} {err.reason}: {text}".rstrip(": "), err.status, err.reason)
+
+
+def _what_apply_sets(job: JsonDict) -> tuple[object, ...]:
+    """What an apply of a job can change: its spec (generation counts the changes), labels and
+    annotations; not its status, which the operator writes all the time."""
+    meta = job.get("metadata") or {}
+    return meta.get("generation"), meta.get("labels"), meta.get("annotations")
 
 
 class AsyncClient:
@@ -100,6 +112,10 @@ class AsyncClient:
         """A client for `url` with a bearer token and the CA to trust (the in-process embedded plane)."""
         return cls(KubeClient.for_url(url, token, ca_file, qps=0, max_attempts=3), namespace)
 
+    def in_namespace(self, namespace: str) -> AsyncClient:
+        """The same connection, for another namespace (closing either closes both)."""
+        return AsyncClient(self.kube, namespace)
+
     async def close(self) -> None:
         await self.kube.close()
 
@@ -129,6 +145,42 @@ class AsyncClient:
                 ) from None
             raise api_failure(err, what, ns) from None
 
+    async def apply(
+        self, job: JobSource, namespace: str | None = None, *, force_conflicts: bool = False
+    ) -> tuple[JsonDict, str]:
+        """Validate locally, then server-side apply (field manager `kubetrain`, as `kubectl apply
+        --server-side`): creates the job or updates the fields this manager set. Returns the stored
+        job and what happened: `created`, `configured` or `unchanged`, in kubectl's words."""
+        loaded = load_one(job)
+        raw = loaded.raw
+        info = resolve_kind(loaded.kind)
+        ns = (raw.get("metadata") or {}).get("namespace") or namespace or self.namespace
+        what = f'{info.singular} "{loaded.name}"'
+        path = self.kube.resource(info.api_version, info.plural).path(ns, loaded.name)
+        try:
+            before = await self.kube.request("GET", path)
+        except ApiError as err:
+            if not err.not_found:
+                raise api_failure(err, what, ns) from None
+            before = None
+        query = [("fieldManager", APPLY_MANAGER), ("fieldValidation", "Strict")]
+        if force_conflicts:
+            query.append(("force", "true"))
+        try:
+            stored = await self.kube.request("PATCH", path, query=query, body=raw, content_type=APPLY_PATCH)
+        except ApiError as err:
+            if err.status == 409 and not force_conflicts:
+                raise ApiFailure(
+                    f"{what}: {err.message} (another field manager owns these fields; "
+                    "--force-conflicts takes them over)",
+                    err.status,
+                    err.reason,
+                ) from None
+            raise api_failure(err, what, ns) from None
+        if before is None:
+            return stored, "created"
+        return stored, "unchanged" if _what_apply_sets(before) == _what_apply_sets(stored) else "configured"
+
     async def get(self, kind: str, name: str) -> JsonDict:
         info = resolve_kind(kind)
         try:
@@ -136,18 +188,104 @@ class AsyncClient:
         except ApiError as err:
             raise api_failure(err, f'{info.singular} "{name}"', self.namespace) from None
 
-    async def list(self, kind: str | None = None) -> JsonList:
-        """Jobs of one kind, or of every kubeflow kind (kinds whose CRD is missing are skipped)."""
+    async def list(
+        self, kind: str | None = None, *, all_namespaces: bool = False, selector: str | None = None
+    ) -> JsonList:
+        """Jobs of one kind, or of every kubeflow kind (kinds whose CRD is missing are skipped);
+        in this namespace or all (`all_namespaces`), matching a label `selector` if given."""
         infos = [resolve_kind(kind)] if kind else all_kinds()
-        results = await asyncio.gather(*(self._list_kind(i, kind is None) for i in infos))
-        return [job for jobs in results for job in jobs]
+        namespace = None if all_namespaces else self.namespace
+        results = await asyncio.gather(
+            *(self._list_kind(i, kind is None, namespace, selector) for i in infos)
+        )
+        return [job for jobs, _ in results for job in jobs]
 
-    async def _list_kind(self, info: KindInfo, tolerate_missing: bool) -> JsonList:
+    async def watch_jobs(
+        self, kind: str | None = None, *, all_namespaces: bool = False, selector: str | None = None
+    ) -> AsyncIterator[tuple[str, JsonDict]]:
+        """`(event, job)`: first `LISTED` for each job `list` returns, then one `SYNCED` (job `{}`),
+        then `ADDED`/`MODIFIED`/`DELETED` for every change, until cancelled.
+
+        One watch per kind from its list's resourceVersion, resumed after a dropped connection and
+        relisted after `410 Gone` (the relisted jobs come as `MODIFIED`), so a long `kubetrain get
+        -w` misses no change.
+        """
+        infos = [resolve_kind(kind)] if kind else all_kinds()
+        namespace = None if all_namespaces else self.namespace
+        queue: asyncio.Queue[tuple[str, JsonDict] | BaseException] = asyncio.Queue()
+
+        async def feed(info: KindInfo) -> None:
+            try:
+                await self._watch_kind(info, kind is None, namespace, selector, queue)
+            except BaseException as exc:  # the consumer re-raises it
+                queue.put_nowait(exc)
+
+        tasks = [asyncio.create_task(feed(info)) for info in infos]
+        unsynced = len(infos)
         try:
-            items, _ = await self.kube.list(info.api_version, info.plural, self.namespace)
+            while True:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if item[0] == SYNCED:
+                    unsynced -= 1
+                    if unsynced:
+                        continue
+                yield item
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _watch_kind(
+        self,
+        info: KindInfo,
+        tolerate_missing: bool,
+        namespace: str | None,
+        selector: str | None,
+        queue: asyncio.Queue[tuple[str, JsonDict] | BaseException],
+    ) -> None:
+        items, rv = await self._list_kind(info, tolerate_missing, namespace, selector)
+        for item in items:
+            queue.put_nowait((LISTED, item))
+        queue.put_nowait((SYNCED, {}))
+        while rv is not None:
+            try:
+                async for event in self.kube.watch(
+                    info.api_version,
+                    info.plural,
+                    namespace,
+                    resource_version=rv,
+                    label_selector=selector,
+                    timeout_seconds=300,
+                ):
+                    etype, obj = str(event.get("type")), event.get("object") or {}
+                    if etype == "ERROR":  # 410 Gone: what we missed is in a new list
+                        items, rv = await self._list_kind(info, tolerate_missing, namespace, selector)
+                        for item in items:
+                            queue.put_nowait(("MODIFIED", item))
+                        break
+                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                    if etype in ("ADDED", "MODIFIED", "DELETED"):
+                        obj.setdefault("kind", info.kind)
+                        obj.setdefault("apiVersion", info.api_version)
+                        queue.put_nowait((etype, obj))
+            except ApiError as err:
+                if not err.connection_error:
+                    raise api_failure(err) from None
+                await asyncio.sleep(0.5)
+
+    async def _list_kind(
+        self, info: KindInfo, tolerate_missing: bool, namespace: str | None, selector: str | None = None
+    ) -> tuple[JsonList, str | None]:
+        """The jobs and the list's resourceVersion (None when the kind is not served)."""
+        try:
+            items, rv = await self.kube.list(
+                info.api_version, info.plural, namespace, label_selector=selector
+            )
         except ApiError as err:
             if err.not_found and tolerate_missing:
-                return []
+                return [], None
             if err.not_found:
                 raise NotFound(
                     f"the server does not serve {info.plural}.{info.group} (is the CRD "
@@ -158,7 +296,8 @@ class AsyncClient:
         for item in items:  # list items carry no kind/apiVersion on the wire
             item.setdefault("kind", info.kind)
             item.setdefault("apiVersion", info.api_version)
-        return sorted(items, key=lambda j: str(j["metadata"].get("name", "")))
+        key = lambda j: (str(j["metadata"].get("namespace", "")), str(j["metadata"].get("name", "")))  # noqa: E731
+        return sorted(items, key=key), rv
 
     async def delete(self, kind: str, name: str, propagation: str = FOREGROUND) -> JsonDict:
         info = resolve_kind(kind)

@@ -44,6 +44,25 @@ class LoadedJob:
         return str((self.raw.get("metadata") or {}).get("name", ""))
 
 
+JOB_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def job_files(values: list[str]) -> list[str]:
+    """`-f` values as kubectl reads them: a file, `-` (stdin), or a directory's YAML/JSON files
+    (sorted, not recursive); a directory without any is an error naming it."""
+    files: list[str] = []
+    for value in values:
+        path = Path(value)
+        if value != STDIN and path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in JOB_FILE_SUFFIXES)
+            if not found:
+                raise InvalidInput(f"{path}: the directory holds no .yaml, .yml or .json file")
+            files += [str(p) for p in found]
+        else:
+            files.append(value)
+    return files
+
+
 def _looks_like_yaml(text: str) -> bool:
     return "\n" in text or text.lstrip().startswith(("{", "apiVersion", "kind"))
 

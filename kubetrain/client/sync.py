@@ -107,11 +107,18 @@ class Client:
     def create(self, job: JobSource, namespace: str | None = None) -> JsonDict:
         return self._loop.run(self._aio.create(job, namespace))
 
+    def apply(
+        self, job: JobSource, namespace: str | None = None, *, force_conflicts: bool = False
+    ) -> tuple[JsonDict, str]:
+        return self._loop.run(self._aio.apply(job, namespace, force_conflicts=force_conflicts))
+
     def get(self, kind: str, name: str) -> JsonDict:
         return self._loop.run(self._aio.get(kind, name))
 
-    def list(self, kind: str | None = None) -> JsonList:
-        return self._loop.run(self._aio.list(kind))
+    def list(
+        self, kind: str | None = None, *, all_namespaces: bool = False, selector: str | None = None
+    ) -> JsonList:
+        return self._loop.run(self._aio.list(kind, all_namespaces=all_namespaces, selector=selector))
 
     def delete(self, kind: str, name: str, propagation: str = FOREGROUND) -> JsonDict:
         return self._loop.run(self._aio.delete(kind, name, propagation))
