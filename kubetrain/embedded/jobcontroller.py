@@ -37,6 +37,7 @@ from typing import Any
 
 from kubetrain.kube.client import KubeAPI, core_path, group_path
 from kubetrain.kube.errors import ApiError
+from kubetrain.kube.events import core_event, object_reference
 from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.timefmt import format_time, parse_epoch
 
@@ -418,27 +419,8 @@ class JobController:
 
     def _event(self, job: JsonDict, kind: str, reason: str, message: str) -> None:
         meta = job.get("metadata") or {}
-        stamp = format_time(time.time())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": meta.get("namespace")},
-            "involvedObject": {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "namespace": meta.get("namespace"),
-                "name": meta.get("name"),
-                "uid": meta.get("uid"),
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "count": 1,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "source": {"component": "job-controller"},
-            "reportingComponent": "job-controller",
-        }
+        involved = object_reference("batch/v1", "Job", meta)
+        body = core_event(involved, kind, reason, message, "job-controller", time.time())
         task = asyncio.create_task(self._post(body))
         self._events.add(task)  # keep a reference until it is done
         task.add_done_callback(self._events.discard)

@@ -40,6 +40,7 @@ from typing import Any
 
 from kubetrain.kube.client import KubeAPI, core_path, group_path
 from kubetrain.kube.errors import ApiError
+from kubetrain.kube.events import core_event, object_reference
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.quantity import quantity_value
 from kubetrain.kube.timefmt import format_time
@@ -433,26 +434,7 @@ class Binder:
 
     async def _event(self, pod: JsonDict, kind: str, reason: str, message: str) -> None:
         meta = pod["metadata"]
-        now = format_time(time.time())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta.get("namespace")},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": meta.get("namespace"),
-                "name": meta["name"],
-                "uid": meta.get("uid"),
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "count": 1,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "source": {"component": DEFAULT_SCHEDULER},
-            "reportingComponent": DEFAULT_SCHEDULER,
-        }
+        involved = object_reference("v1", "Pod", meta)
+        body = core_event(involved, kind, reason, message, DEFAULT_SCHEDULER, time.time())
         with contextlib.suppress(Exception):
             await self.api.create(core_path("events", meta.get("namespace")), body)

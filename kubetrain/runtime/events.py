@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.kube.errors import ApiError
-from kubetrain.kube.timefmt import format_time
+from kubetrain.kube.events import core_event
 from kubetrain.runtime.ratelimit import Clock, TokenBucket
 from kubetrain.runtime.transport import KubeClient
 
@@ -241,28 +241,8 @@ class EventRecorder:
         # client-go names events "<object>.<unix nanos in hex>"; the sequence keeps names unique
         # when many events are built within one clock tick.
         nanos = int(now.timestamp() * 1e9) + self._seq
-        ts = format_time(now)
-        source = {"component": component}
-        if self.host:
-            source["host"] = self.host
-        return {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{involved.get('name', '')}.{nanos:x}",
-                "namespace": involved.get("namespace") or "default",
-            },
-            "involvedObject": involved,
-            "reason": reason,
-            "message": message,
-            "source": source,
-            "firstTimestamp": ts,
-            "lastTimestamp": ts,
-            "count": 1,
-            "type": type,
-            "reportingComponent": component,
-            "reportingInstance": self.host,
-        }
+        name = f"{involved.get('name', '')}.{nanos:x}"
+        return core_event(involved, type, reason, message, component, now, host=self.host, name=name)
 
     def start(self) -> None:
         if not self._tasks:

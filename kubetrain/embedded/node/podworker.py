@@ -25,7 +25,7 @@ from typing import Any
 
 from kubetrain.kube.client import core_path
 from kubetrain.kube.errors import ApiError
-from kubetrain.kube.timefmt import format_time
+from kubetrain.kube.events import core_event, object_reference
 
 from .context import NodeContext
 from .envresolve import resolve_env
@@ -488,28 +488,11 @@ class PodWorker:
 
     def event(self, kind: str, reason: str, message: str) -> None:
         """Record a kubelet event on the pod, in the background (best effort: events are advisory)."""
-        now = time.time()
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{self.name}.", "namespace": self.namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": self.namespace,
-                "name": self.name,
-                "uid": self.uid,
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "count": 1,
-            "firstTimestamp": format_time(now),
-            "lastTimestamp": format_time(now),
-            "source": {"component": "kubelet", "host": self.ctx.config.node_name},
-            "reportingComponent": "kubelet",
-            "reportingInstance": self.ctx.config.node_name,
-        }
+        involved = object_reference(
+            "v1", "Pod", {"namespace": self.namespace, "name": self.name, "uid": self.uid}
+        )
+        node = self.ctx.config.node_name
+        body = core_event(involved, kind, reason, message, "kubelet", time.time(), host=node)
         task = asyncio.create_task(self._post_event(body))
         self._events.add(task)
         task.add_done_callback(self._events.discard)
