@@ -42,7 +42,7 @@ from kubetrain.kube.client import KubeAPI, core_path, group_path
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import core_event, object_reference
 from kubetrain.kube.informer import Informer
-from kubetrain.kube.quantity import quantity_value
+from kubetrain.kube.podresources import pod_requests, quantities
 from kubetrain.kube.timefmt import format_time
 
 log = logging.getLogger(__name__)
@@ -54,35 +54,6 @@ GANG_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 PODGROUP_APIS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
 RESOURCES = ("cpu", "memory")
-
-
-def _quantities(raw: dict[str, Any] | None) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for key, value in (raw or {}).items():
-        with contextlib.suppress(ValueError):
-            out[key] = quantity_value(value)
-    return out
-
-
-def container_requests(container: JsonDict) -> dict[str, Fraction]:
-    """Requests, with limits standing in for missing requests (as API defaulting does)."""
-    res = container.get("resources") or {}
-    return {**_quantities(res.get("limits")), **_quantities(res.get("requests"))}
-
-
-def pod_requests(pod: JsonDict) -> dict[str, Fraction]:
-    """What the NodeResourcesFit filter charges: max(sum(containers), max(init)) + overhead."""
-    spec = pod.get("spec") or {}
-    total: dict[str, Fraction] = {}
-    for c in spec.get("containers") or []:
-        for key, value in container_requests(c).items():
-            total[key] = total.get(key, Fraction(0)) + value
-    for c in spec.get("initContainers") or []:
-        for key, value in container_requests(c).items():
-            total[key] = max(total.get(key, Fraction(0)), value)
-    for key, value in _quantities(spec.get("overhead")).items():
-        total[key] = total.get(key, Fraction(0)) + value
-    return total
 
 
 def gang_of(pod: JsonDict) -> str | None:
@@ -252,7 +223,7 @@ class Binder:
             )
             if not ready or spec.get("unschedulable"):
                 continue
-            alloc = _quantities(status.get("allocatable") or status.get("capacity"))
+            alloc = quantities(status.get("allocatable") or status.get("capacity"))
             name = (node.get("metadata") or {}).get("name", "")
             views[name] = NodeView(
                 name,
