@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubetrain.client.errors import ApiFailure, KubetrainError, NotFound
 from kubetrain.client.jobstate import replica_label
+from kubetrain.kube.tasks import cancel_and_wait
 
 if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
     from kubetrain.client.aio import AsyncClient
@@ -180,9 +181,4 @@ class JobLogFollower:
         await self.cancel()
 
     async def cancel(self) -> None:
-        tasks = set(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(set(self._tasks))

@@ -28,6 +28,7 @@ from typing import Any
 
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import core_event
+from kubetrain.kube.tasks import cancel_and_wait
 from kubetrain.runtime.ratelimit import Clock, TokenBucket
 from kubetrain.runtime.transport import KubeClient
 
@@ -259,11 +260,7 @@ class EventRecorder:
     async def stop(self, flush_timeout: float = 2.0) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.flush(), flush_timeout)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []
 
     @property

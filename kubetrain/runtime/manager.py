@@ -49,6 +49,7 @@ from kubetrain.controller.plan import (
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.labels import matches
 from kubetrain.kube.resources import ResourceType
+from kubetrain.kube.tasks import cancel_and_wait
 from kubetrain.kube.timefmt import parse_time
 from kubetrain.runtime import kinds as served
 from kubetrain.runtime.applier import Applier, ApplyResult
@@ -271,11 +272,7 @@ class Manager:
         workers = [t for kc in self.controllers.values() for t in kc.workers]
         if workers:
             _, pending = await asyncio.wait(workers, timeout=drain_timeout)
-            for task in pending:
-                task.cancel()
-            for task in pending:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(pending)
         await asyncio.gather(*(i.stop() for i in self._informers()))
         await self.recorder.stop()
         self.metrics.events_dropped.set(self.recorder.dropped)

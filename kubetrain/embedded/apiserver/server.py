@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import os
 import secrets
@@ -18,6 +17,8 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from aiohttp import web
+
+from kubetrain.kube.tasks import cancel_and_wait
 
 from . import errors, fieldvalidation, mediatypes
 from .access import AccessControl
@@ -170,11 +171,7 @@ class EmbeddedAPIServer:
     async def stop(self) -> None:
         """Close watches, stop the controllers and the listener."""
         self.hub.break_all()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []
         if self._runner is not None:
             await self._runner.cleanup()
