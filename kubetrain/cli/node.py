@@ -32,6 +32,7 @@ from pathlib import Path
 
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
+from kubetrain.cli.nodesize import add_node_size_options, node_size
 from kubetrain.cli.serve import add_network_option
 from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import ConfigError, KubetrainError
@@ -80,6 +81,7 @@ def register(sub: SubParsers) -> None:
         help="where pod sandboxes (volumes, logs) live (default: a temporary directory)",
     )
     add_network_option(p)
+    add_node_size_options(p)
     p.add_argument(
         "--max-pods",
         metavar="N",
@@ -134,7 +136,7 @@ def _node(args: argparse.Namespace) -> int:
         err.print(f"invalid --workdir {workdir}: not a directory", style="red", markup=False)
         return 2
     try:
-        config = NodeConfig(working_dir=workdir, network=args.network)
+        config = node_size(args).apply(NodeConfig(working_dir=workdir, network=args.network))
         if args.container_log_max_size is not None:
             config.container_log_max_size = _size(args.container_log_max_size)
         if args.container_log_max_files is not None:

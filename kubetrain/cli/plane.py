@@ -19,6 +19,7 @@ from typing import Any
 
 from kubetrain.api import validation
 from kubetrain.api.kinds import KindInfo
+from kubetrain.cli.nodesize import NodeSize, never_fits_hint
 from kubetrain.client.aio import AsyncClient
 from kubetrain.client.errors import KubetrainError
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
@@ -123,6 +124,7 @@ class LocalPlane:
     `working_dir` is where pod processes run when their container sets no `workingDir` (for
     `kubetrain run`, the job file's directory, so `python train.py` finds the script).
     `state_file` keeps every object in that SQLite file across restarts (None: in memory).
+    `node_size` is what the node declares (`--node-cpu`, `--gpus`...; default: the machine).
     """
 
     def __init__(
@@ -134,8 +136,10 @@ class LocalPlane:
         operator_workers: int = 4,
         network: NetworkMode = "isolated",
         state_file: Path | None = None,
+        node_size: NodeSize | None = None,
     ) -> None:
         self.port = port
+        self.node_size = node_size or NodeSize()
         self.network: NetworkMode = network
         self.working_dir = working_dir or Path.cwd()
         self.node_name = node_name
@@ -183,12 +187,16 @@ class LocalPlane:
             self.manager = Manager(self._kube, config, crd_manifests=crd_manifests())
             await self.manager.start()
             self._node_api = KubeAPI.for_url(self.server.plain_url, token=self.token)
-            self.binder = Binder(self._node_api)
+            self.binder = Binder(self._node_api, never_fits=never_fits_hint)
             self.jobs = JobController(self._node_api)
             try:
                 self.agent = NodeAgent(
                     self._node_api,
-                    NodeConfig(node_name=self.node_name, working_dir=self.working_dir, network=self.network),
+                    self.node_size.apply(
+                        NodeConfig(
+                            node_name=self.node_name, working_dir=self.working_dir, network=self.network
+                        )
+                    ),
                 )
             except NetworkUnavailable as exc:
                 raise PlaneError(

@@ -19,6 +19,7 @@ from kubetrain.api.kinds import KindInfo
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, positive_float, run_async
 from kubetrain.cli.datadir import STATE_FILE, DataDirLock
+from kubetrain.cli.nodesize import add_node_size_options, node_size
 from kubetrain.cli.plane import LocalPlane
 from kubetrain.cli.prefixer import Prefixer, container_label
 from kubetrain.cli.serve import (
@@ -80,6 +81,7 @@ def register(sub: SubParsers) -> None:
         "gone when run exits)",
     )
     add_network_option(run)
+    add_node_size_options(run)
     run.set_defaults(handler=_run)
 
 
@@ -125,7 +127,12 @@ class JobRun:
     async def main(self) -> int:
         # The job's files are beside its YAML; for a job read from stdin, in the current directory.
         working_dir = Path.cwd() if self.args.file == STDIN else Path(self.args.file).resolve().parent
-        plane = LocalPlane(working_dir=working_dir, network=self.args.network, state_file=self.state)
+        plane = LocalPlane(
+            working_dir=working_dir,
+            network=self.args.network,
+            state_file=self.state,
+            node_size=node_size(self.args),
+        )
         async with Interrupts() as interrupts:
             self.interrupts = interrupts
             try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
 from kubetrain.cli.datadir import STATE_FILE, DataDirLock, default_data_dir
+from kubetrain.cli.nodesize import NodeSize, add_node_size_options, node_size
 from kubetrain.cli.plane import LocalPlane
 from kubetrain.cli.signals import Interrupts
 from kubetrain.embedded.node.network import NetworkMode
@@ -53,6 +54,7 @@ def register(sub: SubParsers) -> None:
         "--reset", action="store_true", help="delete the stored state first: start with an empty plane"
     )
     add_network_option(up)
+    add_node_size_options(up)
     up.set_defaults(handler=_up)
 
 
@@ -83,13 +85,22 @@ def _up(args: argparse.Namespace) -> int:
         if args.reset:
             lock.reset()
         state = data_dir / STATE_FILE
-        return run_async(_serve(args.port, args.kubeconfig, args.namespace, workdir, args.network, state))
+        size = node_size(args)
+        return run_async(
+            _serve(args.port, args.kubeconfig, args.namespace, workdir, args.network, state, size)
+        )
 
 
 async def _serve(
-    port: int, kubeconfig: str, namespace: str, workdir: Path, network: NetworkMode, state: Path
+    port: int,
+    kubeconfig: str,
+    namespace: str,
+    workdir: Path,
+    network: NetworkMode,
+    state: Path,
+    size: NodeSize,
 ) -> int:
-    plane = LocalPlane(port=port, working_dir=workdir, network=network, state_file=state)
+    plane = LocalPlane(port=port, working_dir=workdir, network=network, state_file=state, node_size=size)
     async with Interrupts() as interrupts:
         try:
             await plane.start()

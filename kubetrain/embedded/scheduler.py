@@ -16,6 +16,10 @@ exists, else every pod of the group that exists) can be placed together, countin
 are already bound. That keeps a job's replicas from holding CPUs while waiting for peers that
 cannot start.
 
+A pod that asks for more of a resource than any node has in all (not just free) can never be
+placed; the message stays kube-scheduler's, followed by the plane's `never_fits` hint when it
+has one (the local plane names its ``--node-cpu``/``--node-memory``/``--gpus`` flags).
+
 Binds are remembered ("assumed") until the watch shows them, so a burst of pods never
 over-commits a node between a bind and its watch event.
 
@@ -34,6 +38,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -88,6 +93,7 @@ class NodeView:
     labels: dict[str, str]
     free: dict[str, Fraction]
     free_pods: int
+    allocatable: dict[str, Fraction] = field(default_factory=dict)
 
     def misfit(self, pod: JsonDict, req: dict[str, Fraction]) -> list[str]:
         """Why `pod` does not fit here (empty when it fits), in the scheduler's words."""
@@ -129,9 +135,17 @@ class _Pass:
 class Binder:
     """``await binder.start()``; it then binds pods as they appear and capacity frees up."""
 
-    def __init__(self, api: KubeAPI, *, resync_interval: float = 5.0) -> None:
+    def __init__(
+        self,
+        api: KubeAPI,
+        *,
+        resync_interval: float = 5.0,
+        never_fits: Callable[[list[str]], str] | None = None,
+    ) -> None:
         self.api = api
         self.resync_interval = resync_interval
+        self.never_fits = never_fits
+        """Text added to the message of a pod that asks more than any node has (gets those resources)."""
         self._wake = asyncio.Event()
         self._assumed: dict[str, str] = {}  # pod uid -> node, until the watch shows the binding
         self._reported: dict[str, str] = {}  # pod uid -> last Unschedulable message written
@@ -225,11 +239,9 @@ class Binder:
                 continue
             alloc = quantities(status.get("allocatable") or status.get("capacity"))
             name = (node.get("metadata") or {}).get("name", "")
+            free_pods = int(alloc.pop("pods", 110))
             views[name] = NodeView(
-                name,
-                dict((node.get("metadata") or {}).get("labels") or {}),
-                alloc,
-                int(alloc.pop("pods", 110)),
+                name, dict((node.get("metadata") or {}).get("labels") or {}), alloc, free_pods, dict(alloc)
             )
         for pod in pods:
             node_name = (pod.get("spec") or {}).get("nodeName") or self._assumed.get(
@@ -309,7 +321,7 @@ class Binder:
 
     def _place(self, plan: _Pass, members: list[JsonDict], need: int) -> None:
         """Bind `members` if at least `need` of them fit together; else reject them all."""
-        trial = [NodeView(n.name, n.labels, dict(n.free), n.free_pods) for n in plan.nodes]
+        trial = [NodeView(n.name, n.labels, dict(n.free), n.free_pods, n.allocatable) for n in plan.nodes]
         chosen: list[tuple[JsonDict, str]] = []
         reasons: Counter[str] = Counter()
         for pod in members:
@@ -334,7 +346,19 @@ class Binder:
             msg = unschedulable_message(len(plan.nodes), reasons or Counter())
             if len(members) > 1 and len(chosen) < need:
                 msg += f" (gang of {len(members)}: {len(chosen)} of the {need} needed pods fit)"
-            plan.reject.extend((p, msg) for p in unplaced)
+            plan.reject.extend((p, msg + self._never_fits_hint(plan.nodes, p)) for p in unplaced)
+
+    def _never_fits_hint(self, nodes: list[NodeView], pod: JsonDict) -> str:
+        """The plane's hint for a pod that asks more than any node has in all, else nothing."""
+        if self.never_fits is None or not nodes:
+            return ""
+        req = self._requests_of(pod)
+        never = [
+            key
+            for key, value in sorted(req.items())
+            if value > 0 and all(value > n.allocatable.get(key, Fraction(0)) for n in nodes)
+        ]
+        return f" {self.never_fits(never)}" if never else ""
 
     async def _apply(self, plan: _Pass) -> None:
         slots = asyncio.Semaphore(WRITES_IN_FLIGHT)

@@ -30,6 +30,7 @@ from kubetrain.kube.informer import Informer
 from .config import NodeConfig
 from .context import NodeContext
 from .exec import ExecService
+from .gpus import GPUAllocator
 from .kubeletapi import KubeletServer
 from .lease import NodeLease
 from .logs import ContainerLogs, NodeLogProvider
@@ -78,7 +79,13 @@ class NodeAgent:
             self.root / "bin", self.network, lambda: list(self.workers.values()), self.config.cluster_domain
         )
         self.ctx = NodeContext(
-            api, self.config, self.network, self.root, HOST_IP, env_provider=self.exec_service
+            api,
+            self.config,
+            self.network,
+            self.root,
+            HOST_IP,
+            env_provider=self.exec_service,
+            gpus=GPUAllocator(self.config.gpu_devices()),
         )
         self._pods = Informer(
             api, core_path("pods"), self._on_pod, field_selector=f"spec.nodeName={self.name}"

@@ -6,10 +6,12 @@ import os
 import shutil
 import socket
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from kubetrain.kube.quantity import quantity_value
 
+from .gpus import GPU_RESOURCE, discover_gpus
 from .images import ImageMap
 from .logs import LogPolicy
 from .network import NetworkMode
@@ -76,8 +78,14 @@ class NodeConfig:
 
     node_name: str = field(default_factory=lambda: os.environ.get("KUBETRAIN_NODE_NAME", "kubetrain-local"))
     root_dir: Path | None = None
-    cpu: int = field(default_factory=lambda: os.cpu_count() or 1)
+    cpu: Fraction | int = field(default_factory=lambda: os.cpu_count() or 1)
+    """The CPUs the node declares (`kubetrain run/up --node-cpu`: the machine's by default)."""
     memory_bytes: int = field(default_factory=_memory_bytes)
+    overcommit: Fraction | float = 1
+    """Scales the declared cpu and memory (`--node-overcommit`), so that YAML written for bigger
+    nodes is scheduled on a laptop; processes then share the real CPUs."""
+    gpus: tuple[str, ...] | None = None
+    """Device ids advertised as ``nvidia.com/gpu`` (see `gpus`); None discovers the machine's."""
     ephemeral_storage_bytes: int = field(default_factory=_ephemeral_storage_bytes)
     """Reported as ``ephemeral-storage``; pods that request some (MPIJob v1's kubectl-delivery
     init container asks for 5Gi) are unschedulable on a node that reports none."""
@@ -116,6 +124,26 @@ class NodeConfig:
     @property
     def log_policy(self) -> LogPolicy:
         return LogPolicy(self.container_log_max_size, self.container_log_max_files)
+
+    def gpu_devices(self) -> tuple[str, ...]:
+        """The GPU inventory, discovered once (on first use) when not configured."""
+        if self.gpus is None:
+            self.gpus = discover_gpus()
+        return self.gpus
+
+    def allocatable(self) -> dict[str, Fraction]:
+        """What the node offers the scheduler: declared size x overcommit, and its GPUs."""
+        factor = Fraction(self.overcommit)
+        if factor <= 0:
+            raise ValueError(f"node overcommit must be above 0, got {self.overcommit}")
+        out = {
+            "cpu": Fraction(self.cpu) * factor,
+            "memory": Fraction(int(self.memory_bytes * factor)),
+            "ephemeral-storage": Fraction(self.ephemeral_storage_bytes),
+        }
+        if self.gpu_devices():
+            out[GPU_RESOURCE] = Fraction(len(self.gpu_devices()))
+        return out
 
 
 def _env_quantity(name: str, default: str) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
@@ -12,6 +12,7 @@ from kubetrain.kube.client import KubeAPI, core_path
 from kubetrain.kube.errors import ApiError
 
 from .config import NodeConfig
+from .gpus import GPUAllocator
 from .network import PodNetwork
 
 JsonDict = dict[str, Any]
@@ -72,6 +73,7 @@ class NodeContext:
     root: Path
     host_ip: str
     env_provider: PodEnvProvider | None = None  # the exec endpoint pods reach (see `exec`)
+    gpus: GPUAllocator = field(default_factory=lambda: GPUAllocator(()))
 
     @property
     def source(self) -> ApiObjectSource:
@@ -79,8 +81,4 @@ class NodeContext:
 
     @property
     def allocatable(self) -> dict[str, Fraction]:
-        return {
-            "cpu": Fraction(self.config.cpu),
-            "memory": Fraction(self.config.memory_bytes),
-            "ephemeral-storage": Fraction(self.config.ephemeral_storage_bytes),
-        }
+        return self.config.allocatable()

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.kube.quantity import format_quantity
 from kubetrain.kube.timefmt import format_time
 
 from .config import NodeConfig
@@ -68,13 +69,16 @@ class NodeStatusReporter:
     _transitions: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     def resources(self) -> dict[str, str]:
-        cfg = self.config
-        return {
-            "cpu": str(cfg.cpu),
-            "memory": f"{cfg.memory_bytes // 1024}Ki",
-            "ephemeral-storage": f"{cfg.ephemeral_storage_bytes // 1024}Ki",
-            "pods": str(cfg.max_pods),
+        """Capacity and allocatable (the same: nothing is reserved for system daemons here)."""
+        alloc = self.config.allocatable()
+        out = {
+            "cpu": format_quantity(alloc.pop("cpu")),
+            "memory": f"{int(alloc.pop('memory')) // 1024}Ki",
+            "ephemeral-storage": f"{int(alloc.pop('ephemeral-storage')) // 1024}Ki",
         }
+        out.update({name: format_quantity(value) for name, value in alloc.items()})
+        out["pods"] = str(self.config.max_pods)
+        return out
 
     def labels(self) -> dict[str, str]:
         return {

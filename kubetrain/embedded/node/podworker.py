@@ -31,6 +31,7 @@ from .context import NodeContext
 from .envresolve import resolve_env
 from .errors import ContainerConfigError, MountError, StartError
 from .expand import expand
+from .gpus import ADMISSION_REASON, DevicesUnavailable, PodDevices, allocated_status
 from .logs import ContainerLogs, LogFile
 from .network import PodEndpoint
 from .paths import PathMap
@@ -103,6 +104,7 @@ class PodWorker:
         self.identity = Identity.current()
         self.logs: dict[str, ContainerLogs] = {}
         self.procs: dict[str, ContainerProcess] = {}
+        self.devices = PodDevices()
         self.init_failed = False
         self.deleting = False
         self._volumes: dict[str, Path] = {}
@@ -170,6 +172,8 @@ class PodWorker:
             self.state.forced_phase, self.state.message = "Failed", POD_LOST_MESSAGE
             self._mark()
             return
+        if not self._admit_devices():
+            return
         try:
             ignored = unenforced(self.pod, self.identity)
             if ignored and not self.recovered:  # a recovered pod was warned about by the last node
@@ -196,7 +200,25 @@ class PodWorker:
             await asyncio.gather(*(self._supervise(c, st, init=False) for c, st in todo))
         finally:
             self.ctx.network.remove_pod(self.namespace, self.name)
+            self.ctx.gpus.release(self.uid)  # the pod is done with its devices
             self._mark()
+
+    def _admit_devices(self) -> bool:
+        """Take the pod's GPUs before anything runs; False (the pod Failed) when they are not free."""
+        try:
+            self.devices = self.ctx.gpus.allocate(self.uid, self.pod.get("spec") or {})
+        except DevicesUnavailable as err:
+            self.state.forced_phase, self.state.reason, self.state.message = (
+                "Failed",
+                ADMISSION_REASON,
+                str(err),
+            )
+            self.event("Warning", ADMISSION_REASON, str(err))
+            self._mark()
+            return False
+        for st in [*self.inits, *self.containers]:
+            st.allocated = allocated_status(self.devices, st.name)
+        return True
 
     async def _prepare_volumes(self) -> None:
         builder = VolumeBuilder(
@@ -327,6 +349,7 @@ class PodWorker:
         env["HOSTNAME"] = self.hostname
         env.update(pod_env)
         env.update(self.ctx.network.pod_env(self.namespace, self.hostname, self.state.pod_ip, env))
+        env.update(self.ctx.gpus.container_env(self.devices, str(cspec.get("name", ""))))
         if self.ctx.env_provider is not None:
             env.update(self.ctx.env_provider.pod_env(self.namespace, self.name, env))
         env["KUBETRAIN_SANDBOX"] = str(self.dir)
@@ -440,6 +463,7 @@ class PodWorker:
             await asyncio.gather(self._stopping, return_exceptions=True)
         if self.state.pod_ip:
             self.ctx.network.release(self.state.pod_ip)
+        self.ctx.gpus.release(self.uid)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- status ------------------------------------------------------------------------------------

@@ -61,6 +61,8 @@ class ContainerStatus:
     last_terminated: Terminated | None = None
     restart_count: int = 0
     container_id: str = ""
+    allocated: list[JsonDict] = field(default_factory=list)
+    """``allocatedResourcesStatus``: the devices (GPUs) the container holds for the pod's life."""
 
     def set_waiting(self, reason: str, message: str = "") -> None:
         self.waiting_reason, self.waiting_message = reason, message
@@ -107,6 +109,8 @@ class ContainerStatus:
         }
         if self.container_id:
             out["containerID"] = self.container_id
+        if self.allocated:
+            out["allocatedResourcesStatus"] = self.allocated
         return out
 
 
