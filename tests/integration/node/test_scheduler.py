@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
@@ -78,19 +79,29 @@ async def test_other_schedulers_pods_are_left_alone(api: KubeAPI, small_node: No
     assert await node_of(api, "volcano-pod") is None
 
 
-async def test_gang_is_all_or_nothing(api: KubeAPI, small_node: NodeAgent) -> None:
+async def test_gang_is_all_or_nothing(server: EmbeddedAPIServer, api: KubeAPI, tmp_path: Path) -> None:
+    # The members exist before the binder's first pass: without a PodGroup object a gang is
+    # "every member that exists", so a pass between two creates would see a smaller gang.
+    node = await make_agent(server, api, tmp_path, cpu=2, shutdown_grace=0.5)
     labels = {"scheduling.x-k8s.io/pod-group": "big-job"}
     for i in range(3):  # 3 x 1 CPU on 2 CPUs: none may start
         await create(api, sleeper(f"big-job-{i}", cpu="1", labels=labels))
-    for i in range(3):
-        assert await wait_for(partial(unschedulable, api, f"big-job-{i}"), what="gang member queued")
-    assert [await node_of(api, f"big-job-{i}") for i in range(3)] == [None] * 3
-    annotations = {"scheduling.k8s.io/group-name": "small-job"}
-    for i in range(2):  # Volcano-style gang of 2 x 1 CPU fits whole
-        await create(api, sleeper(f"small-job-{i}", cpu="1", annotations=annotations))
-    for i in range(2):
-        await wait_for(partial(node_of, api, f"small-job-{i}"), what="small gang bound")
-    assert [await node_of(api, f"big-job-{i}") for i in range(3)] == [None] * 3
+    binder = Binder(api)
+    await binder.start()
+    try:
+        for i in range(3):
+            assert await wait_for(partial(unschedulable, api, f"big-job-{i}"), what="gang member queued")
+        assert [await node_of(api, f"big-job-{i}") for i in range(3)] == [None] * 3
+        annotations = {"scheduling.k8s.io/group-name": "small-job"}
+        await asyncio.gather(  # a Volcano-style gang of 2 x 1 CPU fits whole
+            *(create(api, sleeper(f"small-job-{i}", cpu="1", annotations=annotations)) for i in range(2))
+        )
+        for i in range(2):
+            await wait_for(partial(node_of, api, f"small-job-{i}"), what="small gang bound")
+        assert [await node_of(api, f"big-job-{i}") for i in range(3)] == [None] * 3
+    finally:
+        await binder.stop()
+        await node.stop()
 
 
 async def test_pending_pods_on_a_full_node_are_not_replaced_on_every_event(
