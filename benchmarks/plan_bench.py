@@ -18,7 +18,7 @@ from typing import Any
 
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed
-from kubetrain.controller.reconciler import plan
+from kubetrain.kinds.registry import plan
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 CONFIG = ControllerConfig()

@@ -53,7 +53,7 @@ TICK = 0.05
 
 def serve(kubeconfig: str, stats_file: str, profile: str | None) -> None:
     """Run a LocalPlane until SIGTERM, timing every plan() call; write the figures as JSON."""
-    import kubetrain.runtime.kinds as served
+    import kubetrain.kinds.registry as served
     from kubetrain.cli.plane import LocalPlane
 
     plan_cpu: list[float] = []

@@ -1,17 +1,19 @@
-"""CustomResourceDefinitions of the job kinds, generated from the wire types and the kind registry.
+"""CustomResourceDefinitions of the job kinds, generated from their wire types.
 
 Nothing here is written per kind: names, subresources and the spec schema come from a `KindInfo`,
-so a kind registered later (MPIJob, ChainerJob, Caffe2Job) gets its CRD by being registered. The
+so every registered kind (`kubetrain.kinds.registry`) gets its CRD by being registered. The
 output is deterministic (keys sorted at every level, like controller-gen) so the committed files in
 `manifests/crds/` can be checked for drift:
 
-    python -m kubetrain.api.crds --write manifests/crds   # regenerate
-    python -m kubetrain.api.crds --check manifests/crds   # exit 1 if the files differ
+    python -m kubetrain.kinds.crds --write manifests/crds   # regenerate
+    python -m kubetrain.kinds.crds --check manifests/crds   # exit 1 if the files differ
+
+(`python -m kubetrain.api.crds` runs the same command.)
 """
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,7 +22,6 @@ from typing import Any
 import yaml
 
 from kubetrain.api.kinds import KINDS, KindInfo
-from kubetrain.api.kinds_mpi import EXTRA_KINDS
 from kubetrain.api.schema import Schema, schema_for_dataclass
 
 PRINTER_COLUMNS: list[dict[str, str]] = [
@@ -139,22 +140,12 @@ def render(crd: dict[str, Any]) -> str:
 
 
 def generate(kinds: Iterable[KindInfo] | None = None) -> dict[str, str]:
-    """File name -> YAML text for every registered kind (versions of one CRD grouped together)."""
+    """File name -> YAML text for these kinds (versions of one CRD grouped together); by default
+    the six `kubeflow.org/v1` replica-spec kinds of `kubetrain.api.kinds.KINDS`."""
     grouped: dict[str, list[KindInfo]] = {}
     for info in KINDS.values() if kinds is None else kinds:
         grouped.setdefault(info.crd_name, []).append(info)
     return {file_name(infos[0]): render(crd_for(infos)) for infos in grouped.values()}
-
-
-def all_kinds() -> list[KindInfo]:
-    """The generic kinds and the kinds with their own planners (MPIJob v1/v2beta1, ChainerJob,
-    Caffe2Job): everything `manifests/crds` holds."""
-    return [*KINDS.values(), *EXTRA_KINDS]
-
-
-def generate_all() -> dict[str, str]:
-    """`generate` over `all_kinds()`: the files `--write` and `--check` manage."""
-    return generate(all_kinds())
 
 
 def drift(directory: Path, files: dict[str, str] | None = None) -> list[str]:
@@ -168,24 +159,7 @@ def drift(directory: Path, files: dict[str, str] | None = None) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kubetrain.api.crds", description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", metavar="DIR", type=Path, help="write the CRD files into DIR")
-    mode.add_argument("--check", metavar="DIR", type=Path, help="exit 1 if the files in DIR are stale")
-    args = parser.parse_args(argv)
-    files = generate_all()
-    if args.write is not None:
-        args.write.mkdir(parents=True, exist_ok=True)
-        for name, text in sorted(files.items()):
-            (args.write / name).write_text(text, encoding="utf-8")
-            print(f"wrote {args.write / name}")
-        return 0
-    stale = drift(args.check, files)
-    for name in stale:
-        print(f"stale: {args.check / name} (run: python -m kubetrain.api.crds --write {args.check})")
-    return 1 if stale else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # The registry sits above this layer, so the command that knows every kind lives there; it is
+    # looked up only when this module runs as the old command, never when it is imported.
+    sys.exit(importlib.import_module("kubetrain.kinds.crds").main())

@@ -32,10 +32,10 @@ from kubetrain.cli.common import SubParsers, positive_float, run_async
 from kubetrain.cli.operator_webhook import WebhookOptions, WebhookSidecar
 from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import ConfigError, KubetrainError
+from kubetrain.kinds.registry import SERVED_KINDS
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.config import RuntimeConfig, UnsupportedScheme, resolve_kinds
 from kubetrain.runtime.health import DEFAULT_METRICS_ADDRESS, DEFAULT_PROBE_ADDRESS, LOOPBACK, BindAddress
-from kubetrain.runtime.kinds import SERVED_KINDS
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME
 from kubetrain.runtime.operator import (
     ClientFactory,

@@ -29,9 +29,9 @@ from kubetrain.embedded.jobcontroller import JobController
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.scheduler import Binder
+from kubetrain.kinds.registry import crd_manifests
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.config import RuntimeConfig
-from kubetrain.runtime.kinds import crd_manifests
 from kubetrain.runtime.manager import Manager
 from kubetrain.runtime.transport import KubeClient
 from kubetrain.webhook import review

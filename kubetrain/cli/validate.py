@@ -12,16 +12,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kubetrain.api.crds import all_kinds, crd_for, generate_all
-from kubetrain.api.kinds import KindInfo
-from kubetrain.api.kinds_mpi import EXTRA_KIND_NAMES, parse_extra_job
+from kubetrain.api.crds import crd_for
 from kubetrain.api.validation import validate_raw_with_warnings
-from kubetrain.api.validation_mpi import validate_extra
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out
 from kubetrain.cli.output import format_table
 from kubetrain.client.errors import EXIT_INVALID, KubetrainError, ValidationError
 from kubetrain.client.source import load_jobs, read_documents
+from kubetrain.kinds.crds import generate_all
+from kubetrain.kinds.registry import REGISTRY, has_offline_rules, offline_problems
 
 
 def register(sub: SubParsers) -> None:
@@ -50,26 +49,12 @@ def register(sub: SubParsers) -> None:
     crds.set_defaults(handler=_crds)
 
 
-def _is_extra(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("kind") in EXTRA_KIND_NAMES
-
-
-def extra_problems(doc: dict[str, Any]) -> list[str]:
-    """What the controller of an MPIJob/ChainerJob/Caffe2Job would refuse in `doc` ([] if nothing)."""
-    job, info, errors = parse_extra_job(doc)
-    if errors or job is None or info is None:
-        return list(errors.messages())
-    if not job.name:
-        return ["metadata.name: Required value: name or generateName is required"]
-    return validate_extra(job, info.version)
-
-
 def _validate(args: argparse.Namespace) -> int:
     code = 0
     for path in args.files:
         try:
             docs, label = read_documents(path)
-            if any(_is_extra(d) for d in docs):
+            if any(has_offline_rules(d) for d in docs):
                 code = max(code, _validate_documents(docs, label))
                 continue
             jobs = load_jobs(path)
@@ -92,8 +77,8 @@ def _validate_documents(docs: list[Any], label: str) -> int:
         meta = doc.get("metadata") if isinstance(doc, dict) else None
         name = str((meta if isinstance(meta, dict) else {}).get("name", ""))
         kind = str(doc.get("kind", "")) if isinstance(doc, dict) else ""
-        if _is_extra(doc):
-            problems = extra_problems(doc)
+        if has_offline_rules(doc):
+            problems = offline_problems(doc)
             if problems:
                 lines = "\n".join(f"  - {p}" for p in problems)
                 message = f'{where}: {kind}.kubeflow.org "{name}" is invalid:\n{lines}'
@@ -117,11 +102,8 @@ def _crds(args: argparse.Namespace) -> int:
     if args.print_yaml:
         out.print("".join(text for _, text in sorted(generate_all().items())).rstrip("\n"), markup=False)
         return 0
-    grouped: dict[str, list[KindInfo]] = {}
-    for info in all_kinds():
-        grouped.setdefault(info.crd_name, []).append(info)
     rows = []
-    for crd in (crd_for(infos) for infos in grouped.values()):
+    for crd in (crd_for(reg.versions) for reg in REGISTRY):
         spec = crd["spec"]
         versions = ",".join(v["name"] for v in spec["versions"])
         rows.append([crd["metadata"]["name"], spec["names"]["kind"], versions])

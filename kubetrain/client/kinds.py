@@ -3,26 +3,21 @@
 kubectl accepts the kind, the plural, the singular and short names in any case, optionally
 qualified by the group; users expect the same of us, so we accept exactly those forms.
 
-Every kind the operator serves is known: the six generic kinds, MPIJob, ChainerJob and Caffe2Job.
-MPIJob resolves to `kubeflow.org/v1`, the version kubectl prefers for the shared CRD (it serves
-v2beta1 too, with the same content); a job is listed and read the same way whichever version it
-was written in.
+Every kind the operator serves is known (`kubetrain.kinds.registry`), each as the version it is
+listed in: for a kind served in several versions from one CRD (MPIJob: v1 and v2beta1), the
+storage version, which kubectl prefers too; a job is listed and read the same way whichever
+version it was written in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kubetrain.api.kinds import KINDS, KindInfo
-from kubetrain.api.kinds_mpi import CAFFE2JOB, CHAINERJOB, MPIJOB_V1
+from kubetrain.api.kinds import KindInfo
 from kubetrain.client.errors import UnknownKind
+from kubetrain.kinds.registry import SERVED_KINDS
 
-ALL_KINDS: Mapping[str, KindInfo] = {
-    **KINDS,
-    MPIJOB_V1.kind: MPIJOB_V1,
-    CHAINERJOB.kind: CHAINERJOB,
-    CAFFE2JOB.kind: CAFFE2JOB,
-}
+ALL_KINDS: Mapping[str, KindInfo] = SERVED_KINDS
 
 
 def _names(info: KindInfo) -> Iterable[str]:

@@ -15,11 +15,10 @@ from typing import Any
 import yaml
 
 from kubetrain.api.jobs import job_to_dict, load_documents
-from kubetrain.api.kinds_mpi import EXTRA_KIND_NAMES, parse_extra_job
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import validate_raw_with_warnings
-from kubetrain.api.validation_mpi import validate_extra
 from kubetrain.client.errors import InvalidInput, ValidationError
+from kubetrain.kinds.registry import has_offline_rules, offline_problems
 
 JsonDict = dict[str, Any]
 JobSource = JsonDict | TrainingJob | str | os.PathLike[str]
@@ -116,7 +115,7 @@ def load_jobs(source: JobSource) -> list[LoadedJob]:
     out: list[LoadedJob] = []
     for index, doc in enumerate(docs):
         where = label if len(docs) == 1 else f"{label} (document {index + 1})"
-        if isinstance(doc, dict) and doc.get("kind") in EXTRA_KIND_NAMES:
+        if has_offline_rules(doc):
             out.append(_load_extra(doc, where))
             continue
         _, info, result = validate_raw_with_warnings(doc)
@@ -127,15 +126,8 @@ def load_jobs(source: JobSource) -> list[LoadedJob]:
 
 
 def _load_extra(doc: JsonDict, where: str) -> LoadedJob:
-    """MPIJob, ChainerJob, Caffe2Job: no webhook upstream, so the rules their controllers apply."""
-    job, info, errors = parse_extra_job(doc)
-    problems = list(errors.messages())
-    if not problems and job is not None and info is not None:
-        problems = (
-            ["metadata.name: Required value: name or generateName is required"]
-            if not job.name
-            else validate_extra(job, info.version)
-        )
+    """A kind without a webhook upstream: the rules its controller applies."""
+    problems = offline_problems(doc)
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise InvalidInput(f'{where}: {doc.get("kind")}.kubeflow.org "{_name_of(doc)}" is invalid:\n{lines}')

@@ -99,6 +99,7 @@ def plan(job: dict[str, Any], observed: Observed, now: datetime, config: Control
     _conditions(status, c2.name, counts, replicas, stamp)
     after = encode(status)
     sync.plan.status = None if after == before else after
+    sync.plan.requeue_now = sync.plan.status is not None  # one step per pass, as upstream
     return sync.plan
 
 

@@ -171,6 +171,7 @@ def plan(job: dict[str, Any], observed: Observed, now: datetime, config: Control
         copied, _ = decode(ChainerJobStatus, as_dict(master.get("status")), "status")
         after = encode(copied or ChainerJobStatus())
         sync.plan.status = None if after == before else after
+        sync.plan.requeue_now = sync.plan.status is not None  # one step per pass, as upstream
     return sync.plan
 
 

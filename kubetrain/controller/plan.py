@@ -109,6 +109,14 @@ class Plan:
     requeue_after: float | None = None
     events: list[Event] = field(default_factory=list)
     metrics: list[MetricIncrement] = field(default_factory=list)
+    retry: bool = False
+    """This pass is an error to retry with backoff once its writes are done: something the planner
+    may not touch (a same-named object the job does not control) blocks the job, and nothing
+    else would enqueue it when that changes (upstream's controllers return an error)."""
+    requeue_now: bool = False
+    """Plan the job again as soon as this pass's writes are done (a planner that takes one step
+    per pass, whose next step upstream would start from the watch event of its own status write,
+    which the runtime's cache swallows because it already holds the written version)."""
 
     @property
     def is_empty(self) -> bool:

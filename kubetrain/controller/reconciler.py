@@ -21,7 +21,6 @@ a Warning event.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -33,65 +32,27 @@ from kubetrain.api.jobs import parse_job
 from kubetrain.api.kinds import COND_CREATED, COND_SUCCEEDED, COND_SUSPENDED, KUBEFLOW_JOBS_CONTROLLER, reason
 from kubetrain.api.types import JobStatus
 from kubetrain.api.validation import aggregate, validate
-from kubetrain.controller import abnormal, caffe2, chainer, cleanup, events, gang, limits, mpi, replicas, ttl
+from kubetrain.controller import abnormal, cleanup, events, gang, limits, replicas, ttl
 from kubetrain.controller.adoption import claim_services, owned_pods
 from kubetrain.controller.children import reconcile_children
-from kubetrain.controller.config import (
-    HPA,
-    SCHEDULER_PLUGINS_PODGROUP,
-    VOLCANO_PODGROUP,
-    ChildType,
-    ControllerConfig,
-)
+from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.ledger import RestartLedger
 from kubetrain.controller.plan import Event, Observed, Plan
 from kubetrain.controller.status import changed_status, move_active_to_succeeded
-from kubetrain.frameworks.base import StatusContext
-from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.frameworks.base import Framework, StatusContext
 from kubetrain.kube.timefmt import format_time
 
 METRIC_CREATED = "training_operator_jobs_created_total"
 
-_OWN_PLANNERS: dict[str, Callable[[dict[str, Any], Observed, datetime, ControllerConfig], Plan]] = {
-    "MPIJob": mpi.plan,
-    "ChainerJob": chainer.plan,
-    "Caffe2Job": caffe2.plan,
-}
-"""Kinds with their own planner instead of the generic path (MPIJob v1 and v2beta1, the archived
-ChainerJob and Caffe2Job); `plan` hands their jobs over unchanged."""
-_OWN_CHILDREN: dict[str, tuple[ChildType, ...]] = {
-    "MPIJob": mpi.CHILD_TYPES,
-    "ChainerJob": chainer.CHILD_TYPES,
-}
 
-
-def watched_children(config: ControllerConfig, kinds: Iterable[str] | None = None) -> list[ChildType]:
-    """The child kinds besides Pods and Services the runtime must cache for `Observed.others`:
-    the configured gang scheduler's PodGroups and autoscaling/v2 HPAs (PyTorch elastic), plus,
-    when `kinds` names MPIJob or ChainerJob, the ConfigMaps, Secrets, Services, RBAC objects,
-    batch/v1 Jobs and StatefulSets their planners own (None: the generic kinds only)."""
-    out = []
-    if config.gang_scheduling:
-        api_version, kind, plural = VOLCANO_PODGROUP if config.uses_volcano else SCHEDULER_PLUGINS_PODGROUP
-        out.append(ChildType(api_version, kind, plural, None))
-    out.append(ChildType(HPA[0], HPA[1], HPA[2], None))
-    for name in kinds or ():
-        for child in _OWN_CHILDREN.get(name, ()):
-            if child not in out:
-                out.append(child)
-    return out
-
-
-def plan(job: dict[str, Any], observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
-    """What to do for one job given what exists; see the module docstring for the steps."""
-    kind = job.get("kind") if isinstance(job, dict) else None
-    own = _OWN_PLANNERS.get(kind) if isinstance(kind, str) else None
-    if own is not None:
-        return own(job, observed, now, config)
+def plan(
+    job: dict[str, Any], observed: Observed, now: datetime, config: ControllerConfig, *, framework: Framework
+) -> Plan:
+    """What to do for one job of `framework`'s kind given what exists; see the module docstring."""
     parsed, info, errors = parse_job(job)
-    if parsed is None or info is None or info.kind not in FRAMEWORKS or not parsed.name:
-        return _unknown_kind(job, errors)
+    if parsed is None or info is None or info.kind != framework.info.kind or not parsed.name:
+        return unknown_kind(job, errors)
     managed_by = parsed.run_policy.managed_by
     if managed_by is not None and managed_by != KUBEFLOW_JOBS_CONTROLLER:
         return Plan()  # another controller (e.g. MultiKueue) owns this job: not even a condition
@@ -107,7 +68,7 @@ def plan(job: dict[str, Any], observed: Observed, now: datetime, config: Control
     ctx = Reconcile(
         job=defaulted,
         info=info,
-        framework=FRAMEWORKS[info.kind],
+        framework=framework,
         config=config,
         now=now,
         stamp=format_time(now),
@@ -128,7 +89,7 @@ def plan(job: dict[str, Any], observed: Observed, now: datetime, config: Control
     return ctx.plan
 
 
-def _unknown_kind(job: Any, errors: ErrorList) -> Plan:
+def unknown_kind(job: Any, errors: ErrorList) -> Plan:
     """A Warning on the object when it is at least named; nothing else can be done."""
     if not isinstance(job, dict):
         return Plan()

@@ -103,8 +103,9 @@ class Applier:
         """A create of a kind the cache selects by label (Secrets) answered AlreadyExists: the
         namesake may lack the label and so be invisible to the planner, which would then create
         it forever. Ours (an older operator's, same controller uid): label it so the cache sees
-        it. Anyone else's: an error, so the job backs off until it is gone (mpi-operator's
-        ErrResourceExists). Kinds cached unfiltered are seen by the planner and never get here."""
+        it. Anyone else's: an error, so the job backs off until it is gone (as upstream's
+        controllers refuse a namesake). Kinds cached unfiltered are seen by the planner and never
+        get here."""
         api_version, kind, name = obj["apiVersion"], obj["kind"], obj["metadata"]["name"]
         if not self.selective(api_version, kind):
             return

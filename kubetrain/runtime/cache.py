@@ -62,8 +62,8 @@ def index_by_name_prefix(obj: JsonDict) -> list[str]:
     """ "<namespace>/<p>" for every dash-separated prefix p of the name ("a-b-c": a, a-b, a-b-c).
 
     A job's children are all named `<job>` or `<job>-<suffix>`, so looking up "<ns>/<job>" finds
-    every object that could carry one of its children's names, whoever owns it: what the MPI
-    planners need to refuse a namesake they do not control (`ErrResourceExists`).
+    every object that could carry one of its children's names, whoever owns it: what a
+    planner needs to refuse a namesake it does not control (the `namesakes` observe hint).
     """
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")

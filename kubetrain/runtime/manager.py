@@ -8,17 +8,18 @@ Flow per job key `<Kind>/<namespace>/<name>`:
 Workers start only after every cache has synced: acting on a partial cache would re-create pods
 that merely had not been listed yet (spec performance-reliability §3.2).
 
-Kinds with their own planners (MPIJob v1/v2beta1, ChainerJob, Caffe2Job; `kubetrain.runtime.kinds`)
-need three things more from the caches, all in `observed_for` and `_child_handler`:
+The manager names no kind: what a kind needs beyond its own children comes from its
+registration's observe hints (`kubetrain.kinds.registration.ObserveHints`), and what to do after
+a pass from the plan's own signals:
 
-* the pods of the job's batch/v1 Jobs (an MPIJob v2beta1 launcher runs as a Job, whose pods the
-  Job controller owns): they are shown to the planner and their events reach the job through
-  the Job's own controller reference;
-* namesakes: objects of a watched kind in the job's namespace named `<job>` or `<job>-...` that
-  the job does not control, so the planner can refuse them (`ErrResourceExists`) instead of
-  creating over them; such a pass counts as an error and is retried with backoff, as upstream;
-* the patch of the job itself (the `kubeflow.org/mpi-api-version` annotation freezing which
-  version's mechanics an MPIJob uses): its response becomes the base of this pass's status write.
+* `batch_job_pods`: the pods of the job's batch/v1 Jobs (their controller is the Job): they are
+  shown to the planner and their events reach the job through the Job's own controller reference;
+* `namesakes`: objects of a watched kind in the job's namespace named `<job>` or `<job>-...` that
+  the job does not control, so the planner can refuse them instead of creating over them;
+* `Plan.retry`: the pass counts as an error and is retried with backoff (a refused namesake);
+  `Plan.requeue_now`: the job is planned again at once after its writes;
+* a patch of the job itself (e.g. an annotation freezing which version's mechanics a job uses):
+  its response becomes the base of this pass's status write.
 """
 
 from __future__ import annotations
@@ -34,9 +35,7 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from kubetrain.controller import reconciler
 from kubetrain.controller.config import ChildType, ControllerConfig
-from kubetrain.controller.mpi.common import ERR_RESOURCE_EXISTS
 from kubetrain.controller.plan import (
     Action,
     CreateObject,
@@ -46,12 +45,13 @@ from kubetrain.controller.plan import (
     PatchObject,
     Plan,
 )
+from kubetrain.kinds import registry as kind_registry
+from kubetrain.kinds.registration import KindRegistration, ObserveHints, unregistered
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.labels import matches
 from kubetrain.kube.resources import ResourceType
 from kubetrain.kube.tasks import cancel_and_wait
 from kubetrain.kube.timefmt import parse_time
-from kubetrain.runtime import kinds as served
 from kubetrain.runtime.applier import Applier, ApplyResult
 from kubetrain.runtime.cache import (
     DEFAULT_INDEXERS,
@@ -86,8 +86,8 @@ POD_KEY = "v1/Pod"
 SERVICE_KEY = "v1/Service"
 BATCH_JOB_KEY = "batch/v1/Job"
 PRIORITY_CLASS = ChildType("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", None)
-"""mpi-operator reads PriorityClass values to order a gang's minResources (spec §5.5); they are
-cluster-scoped context, not children, so every one is shown to an MPIJob's planner."""
+"""Cluster-scoped context, not children: every one is shown to a planner whose registration asks
+for them under gang scheduling (a gang's minResources ordered by priority)."""
 OWNED_SELECTOR = OPERATOR_NAME_LABEL
 FORBIDDEN = 403
 CHILD_BATCH_MIN_PLAN = 0.005
@@ -123,12 +123,12 @@ class Planner:
     plan: PlanFn
     watched_children: ChildrenFn
     by_kind: bool = False
-    """Whether `watched_children` also takes the served kind names (the real one does: MPIJob
-    and ChainerJob own ConfigMaps, Secrets, RBAC objects, batch Jobs, StatefulSets)."""
+    """Whether `watched_children` also takes the served kind names (the real one does: the
+    registrations name the children their planners own)."""
 
     @classmethod
     def default(cls) -> Planner:
-        return cls(served.plan, reconciler.watched_children, by_kind=True)
+        return cls(kind_registry.plan, kind_registry.watched_children, by_kind=True)
 
     def children(self, config: ControllerConfig, kinds: Sequence[str]) -> list[ChildType]:
         if self.by_kind:
@@ -137,7 +137,7 @@ class Planner:
 
 
 def default_kinds() -> Mapping[str, KindSpec]:
-    return served.SERVED_KINDS
+    return kind_registry.SERVED_KINDS
 
 
 def utcnow() -> datetime:
@@ -166,8 +166,16 @@ def _newer(candidate: JsonDict, current: JsonDict | None) -> bool:
 class KindController:
     """Per-kind state: the job informer, its queue and workers."""
 
-    def __init__(self, info: KindSpec, resource: ResourceType, informer: Informer, queue: WorkQueue[str]):
+    def __init__(
+        self,
+        info: KindSpec,
+        registration: KindRegistration,
+        resource: ResourceType,
+        informer: Informer,
+        queue: WorkQueue[str],
+    ):
         self.info = info
+        self.registration = registration
         self.resource = resource
         self.informer = informer
         self.queue = queue
@@ -193,8 +201,11 @@ class Manager:
         all_kinds = kinds if kinds is not None else default_kinds()
         enabled = resolve_kinds(self.config.enabled_schemes, all_kinds)
         self.kinds: dict[str, KindSpec] = {k: all_kinds[k] for k in enabled}
+        self.registrations: dict[str, KindRegistration] = {
+            k: kind_registry.registration_for(k) or unregistered(info) for k, info in self.kinds.items()
+        }
         # Kinds the caller neither passed nor named: skipped when their CRD is not served (an
-        # install of the generic CRDs only must not wait forever for mpijobs to list).
+        # install of some of the CRDs only must not wait forever for the others to list).
         self._optional_kinds = set() if kinds is not None or self.config.enabled_schemes else set(enabled)
         self.metrics = Metrics(registry)
         self.expectations = Expectations()
@@ -239,7 +250,7 @@ class Manager:
                 default_controller_rate_limiter(qps=self.config.queue_qps, burst=self.config.queue_burst),
                 name=kind,
             )
-            kc = KindController(info, resource, informer, queue)
+            kc = KindController(info, self.registrations[kind], resource, informer, queue)
             informer.add_handler(self._job_handler(kc))
             self.metrics.track_queue(kind, _depth_of(queue))
             self.controllers[kind] = kc
@@ -286,7 +297,7 @@ class Manager:
 
     async def _drop_unserved_kinds(self) -> None:
         """Leave out the default kinds the API server does not serve, before their children are
-        watched (no Secret or Role informer for an MPIJob CRD that is not installed)."""
+        watched (no Secret or Role informer for a kind whose CRD is not installed)."""
         for kind in [k for k in self.kinds if k in self._optional_kinds]:
             info = self.kinds[kind]
             problem = await self._unserved(self.client.resource(info.api_version, info.kind))
@@ -296,13 +307,13 @@ class Manager:
 
     def _child_types(self) -> list[ChildType]:
         """Pods and Services, then what the planner asks for; a kind asked for with two
-        selectors is watched unfiltered (MPIJob v2beta1's Service carries no operator label)."""
+        selectors is watched unfiltered (a planner's own Service may carry no operator label)."""
         types: dict[str, ChildType] = {
             POD_KEY: ChildType("v1", "Pod", "pods", OWNED_SELECTOR),
             SERVICE_KEY: ChildType("v1", "Service", "services", OWNED_SELECTOR),
         }
         requested = list(self.planner.children(self.controller_config, list(self.kinds)))
-        if self.controller_config.gang_scheduling and "MPIJob" in self.kinds:
+        if self.controller_config.gang_scheduling and self._observes(lambda hints: hints.priority_classes):
             requested.append(PRIORITY_CLASS)
         for ct in requested:
             if ct.key == SERVICE_KEY:
@@ -316,7 +327,7 @@ class Manager:
 
     async def _build_child_informers(self) -> None:
         indexers: dict[str, IndexFunc] | None = None
-        if served.OWN_PLANNER_KINDS & set(self.kinds):
+        if self._observes(lambda hints: hints.namesakes):
             indexers = {**DEFAULT_INDEXERS, INDEX_NAME_PREFIX: index_by_name_prefix}
         for ct in self._child_types():
             resource = self._child_resource(ct)
@@ -336,6 +347,10 @@ class Manager:
             self.child_informers[ct.key] = informer
             self.child_types[ct.key] = ct
 
+    def _observes(self, hint: Callable[[ObserveHints], bool]) -> bool:
+        """Whether any served kind's registration asks for this observe hint."""
+        return any(hint(self.registrations[k].observe) for k in self.kinds)
+
     def _child_resource(self, ct: ChildType) -> ResourceType:
         if (ct.api_version, ct.kind) not in self.client.registry:
             self.client.registry.register(ResourceType(ct.api_version, ct.kind, ct.plural))
@@ -343,8 +358,8 @@ class Manager:
 
     async def _unserved(self, resource: ResourceType, label_selector: str | None = None) -> str:
         """Why `resource` cannot be watched ("" when it can). Upstream watches PodGroups only if
-        their CRD is installed (spec §3.1); a kind the operator's RBAC does not grant (MPIJob v1's
-        Roles without the mpi-v1 component, PriorityClasses in a single-namespace install) is
+        their CRD is installed (spec §3.1); a kind the operator's RBAC does not grant (a launcher's
+        Roles without their RBAC component, PriorityClasses in a single-namespace install) is
         left out the same way instead of failing the whole operator. One page of one object, of
         the informer's own selection: the probe reads no Secret the cache would not hold."""
         try:
@@ -388,7 +403,7 @@ class Manager:
         if owner is None:
             return
         if owner.get("kind") == "Job" and owner.get("apiVersion") == "batch/v1":
-            # A pod of a batch Job (an MPIJob v2beta1 launcher): the Job's owner is the job. We
+            # A pod of a batch Job (a launcher run as a Job): the Job's owner is the job. We
             # never created the pod, so no expectation is involved.
             jobs = self.child_informers.get(BATCH_JOB_KEY)
             parent = jobs.store.get(meta.get("namespace"), owner.get("name", "")) if jobs else None
@@ -418,11 +433,11 @@ class Manager:
             kc.queue.add_after(key, min(CHILD_BATCH_MAX, CHILD_BATCH_FACTOR * cost))
 
     def _controller_for(self, owner: JsonDict | None) -> KindController | None:
-        """The controller of the job an owner reference names (either MPIJob version)."""
+        """The controller of the job an owner reference names (any served version of its kind)."""
         if owner is None:
             return None
         kc = self.controllers.get(owner.get("kind", ""))
-        if kc is None or owner.get("apiVersion") not in served.owner_api_versions(kc.info):
+        if kc is None or owner.get("apiVersion") not in kc.registration.owner_api_versions():
             return None
         return kc
 
@@ -442,8 +457,8 @@ class Manager:
 
     def observed_for(self, job: JsonDict, kind: str | None = None) -> Observed:
         """The job's children from the caches: pods by owner uid and job-name label, services by
-        label, other kinds by controller owner uid; for the kinds with their own planners also
-        the pods of their batch Jobs and the namesakes (module docstring)."""
+        label, other kinds by controller owner uid; plus what the kind's observe hints ask for
+        (module docstring)."""
         meta = job["metadata"]
         ns, name, uid = meta.get("namespace", ""), meta["name"], meta.get("uid")
         pods: list[JsonDict] = []
@@ -466,8 +481,11 @@ class Manager:
                     others[key] = informer.store.by_index(INDEX_OWNER_UID, uid or "") if uid else []
             else:
                 others[key] = informer.store.by_index(INDEX_OWNER_UID, uid or "") if uid else []
-        if kind in served.OWN_PLANNER_KINDS:
+        reg = self.registrations.get(kind) if kind is not None else None
+        hints = reg.observe if reg is not None else None
+        if hints is not None and hints.batch_job_pods:
             pods = _merged(pods, self._batch_job_pods(others.get(BATCH_JOB_KEY, ())))
+        if hints is not None and hints.namesakes:
             pods = _merged(pods, self._namesakes(POD_KEY, ns, name))
             for key in others:
                 if key != PRIORITY_CLASS.key:
@@ -536,7 +554,7 @@ class Manager:
         finally:
             self._plan_cost[key] = time.perf_counter() - started
 
-        # The job's own patches (MPIJob's version annotation), then its status, then the children.
+        # The job's own patches (e.g. a version annotation), then its status, then the children.
         # Status before any child delete: a plan that finishes a job (cleanPodPolicy deletes) or
         # restarts a pod (a delete, counted in status.kubetrain) must have its status stored before
         # the deletes, or an operator dying in between leaves an unfinished job without its pods
@@ -570,10 +588,10 @@ class Manager:
                 self._count_writes(outcome)
                 return
         self._count_writes(outcome)
-        source = served.controller_name(kc.info, job)
+        source = kc.registration.controller_name_for(job)
         for event in plan.events:
             if event.involved is None:
-                involved = {**involved_object(job), "apiVersion": served.event_api_version(kc.info, job)}
+                involved = {**involved_object(job), "apiVersion": kc.registration.event_api_version(job)}
             else:
                 involved = _ref_dict(event.involved)
             self.recorder.record(source, involved, event.type, event.reason, event.message)
@@ -586,17 +604,15 @@ class Manager:
             self.metrics.reconcile_errors.labels(kind=kc.info.kind).inc()
             kc.queue.add_rate_limited(key)
             return
-        if plan.status is not None and kc.info.kind in served.OWN_PLANNER_KINDS:
-            # These planners take upstream's one-step-per-sync shape (e.g. a v2beta1 MPIJob
-            # cleans its workers on the pass after the one that finished it), and upstream's
-            # next sync comes from the watch event of this very write, which our cache
-            # deduplicates since it already holds the written version: requeue instead.
+        if plan.requeue_now:
+            # A one-step-per-pass planner whose next step upstream starts from the watch event
+            # of this very write, which our cache deduplicates (see `Plan.requeue_now`).
             kc.queue.add(key)
         for metric in plan.metrics:
             self.metrics.increment(metric)
-        if any(event.reason == ERR_RESOURCE_EXISTS for event in plan.events):
-            # A namesake we do not control blocks the job: upstream returns an error and retries
-            # with backoff, which also notices the namesake's deletion (it has no owner to
+        if plan.retry:
+            # Something the job may not touch blocks it: upstream returns an error and retries
+            # with backoff, which also notices the blocker's deletion (it has no owner to
             # enqueue us).
             self.metrics.reconcile_errors.labels(kind=kc.info.kind).inc()
             kc.queue.add_rate_limited(key)
@@ -607,10 +623,10 @@ class Manager:
         """A Warning on the job itself, so a job the operator cannot handle says why (the other
         jobs of the kind go on); the recorder's correlator folds the retries into one event."""
         try:
-            involved = {**involved_object(job), "apiVersion": served.event_api_version(kc.info, job)}
+            involved = {**involved_object(job), "apiVersion": kc.registration.event_api_version(job)}
             message = f"reconcile failed: {type(exc).__name__}: {exc}"[:1024]
             self.recorder.record(
-                served.controller_name(kc.info, job), involved, "Warning", "ReconcileError", message
+                kc.registration.controller_name_for(job), involved, "Warning", "ReconcileError", message
             )
         except Exception:
             log.exception("cannot report the planner's error on the job")
@@ -657,7 +673,7 @@ class Manager:
         uid = job["metadata"].get("uid", "")
         if not ok or uid in self._pods_timed:
             return
-        desired = _desired_replicas(job, kc.info)
+        desired = _desired_replicas(job, kc.info) if kc.registration.observe.replica_specs_map else None
         if desired is None or desired == 0:
             return
         created = sum(1 for a in plan.actions if isinstance(a, CreateObject) and a.obj.get("kind") == "Pod")
@@ -672,11 +688,10 @@ class Manager:
 
 
 def _desired_replicas(job: JsonDict, info: KindSpec) -> int | None:
-    """Pods the job's replica specs ask for; None when the field is not a map of replica specs
-    (Caffe2Job's `replicaSpecs` is a single spec, ChainerJob's worker sets are StatefulSets)."""
+    """Pods the job's replica specs ask for; None when the field is not a map of replica specs."""
     field = getattr(info, "replica_specs_field", None)
     specs = (job.get("spec") or {}).get(field) if field else None
-    if not isinstance(specs, dict) or info.kind in ("ChainerJob", "Caffe2Job"):
+    if not isinstance(specs, dict):
         return None
     total = 0
     for rspec in specs.values():

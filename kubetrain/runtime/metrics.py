@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 UPSTREAM_COUNTERS = ("created", "deleted", "successful", "failed", "restarted")
 MPI_OPERATOR_COUNTERS = ("created", "successful", "failed")
-"""mpi-operator's own counters (spec §5.7), label-less, for MPIJob v2beta1 jobs."""
+"""The label-less counters of the other upstream operator (spec §5.7), which its planner emits."""
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _CREATE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 45, 90, 180, 600)

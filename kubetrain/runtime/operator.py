@@ -42,12 +42,12 @@ from prometheus_client import CollectorRegistry, Gauge, PlatformCollector, Proce
 
 from kubetrain.api.kinds import KindInfo
 from kubetrain.controller.config import SCHEDULER_PLUGINS_PODGROUP, VOLCANO_PODGROUP
+from kubetrain.kinds.registry import SERVED_KINDS, crd_manifests
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import ResourceType
 from kubetrain.runtime.config import RuntimeConfig, resolve_kinds
 from kubetrain.runtime.crds import install_crds
 from kubetrain.runtime.health import DEFAULT_METRICS_ADDRESS, DEFAULT_PROBE_ADDRESS, HealthServer
-from kubetrain.runtime.kinds import SERVED_KINDS, crd_manifests
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME, LeaderElectionConfig, LeaderElector
 from kubetrain.runtime.manager import Manager
 from kubetrain.runtime.transport import KubeClient

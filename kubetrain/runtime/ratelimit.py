@@ -137,7 +137,7 @@ def default_controller_rate_limiter(
     """controller-runtime's default shape (5 ms..1000 s per key, max'ed with a bucket).
 
     The bucket defaults to 100/s, burst 1000 instead of upstream's 10/100: with upstream's values a
-    burst of 1,000 failing jobs needs ~100 s to drain (mpi-operator PR #674); the API budget is
+    burst of 1,000 failing jobs needs ~100 s to drain (kubeflow/mpi-operator PR 674); the API budget is
     guarded by the transport's own limiter, so this bucket only has to stop requeue storms.
     """
     return MaxOfRateLimiter(

@@ -20,15 +20,17 @@ v1 MPIJob: Failed with `MPIJobFailedValidation`), and `kubetrain validate` runs 
 offline. A webhook would have to pick one of the two MPIJob versions' rule sets for a request
 whose mechanics the conversion rule decides later (`kubetrain.api.conversion_mpi`), and would put
 the operator in the path of every MPIJob write, including Kueue's v2beta1 ones, which
-mpi-operator never did. So `routes()` serves the six generic kinds only.
+mpi-operator never did. So `routes()` serves the kinds whose registration says `webhook` (the
+six generic kinds).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.kinds import KindInfo
 from kubetrain.api.validation import aggregate, validate_raw_with_warnings, webhook_name
+from kubetrain.kinds import registry as kind_registry
 from kubetrain.webhook.review import (
     CONNECT,
     DELETE,
@@ -41,7 +43,7 @@ from kubetrain.webhook.review import (
 )
 
 DEPRECATED_KINDS: dict[str, str] = {
-    "MXJob": "kubeflow.org/v1 MXJob is deprecated: upstream training-operator removed it in v1.9",
+    reg.kind: reg.admission_warning for reg in kind_registry.REGISTRY if reg.admission_warning
 }
 """Admission warnings added for every CREATE/UPDATE of a kind, whatever its validity."""
 
@@ -53,12 +55,12 @@ def webhook_path(info: KindInfo) -> str:
 
 def routes(kinds: Iterable[KindInfo] | None = None) -> dict[str, KindInfo]:
     """Path -> kind for every kind served (all registered kinds by default)."""
-    return {webhook_path(info): info for info in (KINDS.values() if kinds is None else kinds)}
+    return {webhook_path(info): info for info in (kind_registry.webhook_kinds() if kinds is None else kinds)}
 
 
 def names(kinds: Iterable[KindInfo] | None = None) -> dict[str, KindInfo]:
     """Webhook name (as in the ValidatingWebhookConfiguration) -> kind."""
-    return {webhook_name(info): info for info in (KINDS.values() if kinds is None else kinds)}
+    return {webhook_name(info): info for info in (kind_registry.webhook_kinds() if kinds is None else kinds)}
 
 
 def admit(info: KindInfo, request: AdmissionRequest) -> AdmissionResponse:

@@ -18,7 +18,6 @@ from kubetrain.api.validation import aggregate
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.mpi.ssh import KeyGen, generate_key_pair
 from kubetrain.controller.mpi.v1 import plan_v1
-from kubetrain.controller.mpi.v1_objects import DEFAULT_KUBECTL_DELIVERY_IMAGE
 from kubetrain.controller.mpi.v2beta1 import plan_v2
 from kubetrain.controller.plan import Event, ObjectRef, Observed, PatchObject, Plan
 
@@ -32,9 +31,9 @@ def plan(
     config: ControllerConfig,
     *,
     keygen: KeyGen = generate_key_pair,
-    kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE,
 ) -> Plan:
-    """The plan for one MPIJob of either version (same contract as `reconciler.plan`)."""
+    """The plan for one MPIJob of either version (same contract as `reconciler.plan`); the v1
+    launcher's kubectl image is the configured `mpi_kubectl_delivery_image`."""
     parsed, info, errors = parse_extra_job(job)
     if parsed is None or info is None or not isinstance(parsed, TrainingJob) or not parsed.name:
         return Plan()
@@ -43,13 +42,14 @@ def plan(
         reason = "ValidationError" if info.version == "v2beta1" else "MPIJobFailedValidation"
         return Plan(events=[Event("Warning", reason, aggregate(errors) or "MPIJobSpec is not valid")])
     if info.version == "v1":
-        out = plan_v1(parsed, observed, now, config, kubectl_delivery_image)
+        out = plan_v1(parsed, observed, now, config, config.mpi_kubectl_delivery_image)
     else:
         out = plan_v2(parsed, observed, now, config, keygen)
     if _ours(parsed, info.version) and annotated_version(job) is None:
         ref = ObjectRef(parsed.api_version, "MPIJob", parsed.namespace, parsed.name, parsed.uid or None)
         patch = {"metadata": {"annotations": {API_VERSION_ANNOTATION: info.version}}}
         out.actions.insert(0, PatchObject(ref, patch))
+    out.requeue_now = out.status is not None  # one step per pass, as mpi-operator's syncHandler
     return out
 
 

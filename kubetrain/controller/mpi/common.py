@@ -88,6 +88,7 @@ class Sync:
         message = self.exists_message(name_of(obj), str(obj.get("kind", "")))
         self.event("Warning", ERR_RESOURCE_EXISTS, message)
         self.blocked = True
+        self.plan.retry = True
         return False
 
     def ensure(self, desired: JsonDict, differ: Differ | None = None) -> JsonDict | None:

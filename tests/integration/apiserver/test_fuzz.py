@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from kubetrain.api import jsonsafe
 from kubetrain.cli.plane import kubeflow_admission
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
-from kubetrain.runtime.kinds import crd_manifests
+from kubetrain.kinds.registry import crd_manifests
 from tests.poison_jobs import (
     ALL_KINDS,
     BODY_DAMAGE,

@@ -26,9 +26,9 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.kinds.registry import crd_manifests
 from kubetrain.runtime import ApiError, KubeClient, Manager, RuntimeConfig
 from kubetrain.runtime.crds import install_crds
-from kubetrain.runtime.kinds import crd_manifests
 from tests.kubelet_sim import KubeletSim
 
 log = logging.getLogger(__name__)

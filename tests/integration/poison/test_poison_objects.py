@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kubetrain.kinds.registry import crd_manifests
 from kubetrain.runtime.crds import install_crds
-from kubetrain.runtime.kinds import crd_manifests
 from tests.integration.operator.harness import Cluster, default_job, wait_for
 
 JsonDict = dict[str, Any]

@@ -14,6 +14,7 @@ from kubetrain.api.jobs import load_documents
 from kubetrain.api.kinds import KINDS, KindInfo
 from kubetrain.api.schema import iter_nodes
 from kubetrain.api.types import QUEUE_IMMUTABLE
+from kubetrain.kinds import crds as kind_crds
 
 CRD_DIR = REPO / "manifests" / "crds"
 GENERATED = crds.generate()
@@ -33,9 +34,9 @@ def test_one_file_per_kind_with_upstream_names() -> None:
 @pytest.mark.parametrize("name", sorted(GENERATED))
 def test_committed_files_match_the_generator_byte_for_byte(name: str) -> None:
     path = CRD_DIR / name
-    assert path.is_file(), f"missing {path}: run python -m kubetrain.api.crds --write manifests/crds"
+    assert path.is_file(), f"missing {path}: run python -m kubetrain.kinds.crds --write manifests/crds"
     assert path.read_text(encoding="utf-8") == GENERATED[name], (
-        "stale: run python -m kubetrain.api.crds --write manifests/crds"
+        "stale: run python -m kubetrain.kinds.crds --write manifests/crds"
     )
 
 
@@ -44,11 +45,11 @@ def test_generation_is_deterministic() -> None:
 
 
 def test_check_mode_reports_drift(tmp_path: Path) -> None:
-    assert crds.main(["--write", str(tmp_path)]) == 0
-    assert crds.main(["--check", str(tmp_path)]) == 0
+    assert kind_crds.main(["--write", str(tmp_path)]) == 0
+    assert kind_crds.main(["--check", str(tmp_path)]) == 0
     victim = tmp_path / "kubeflow.org_tfjobs.yaml"
     victim.write_text(victim.read_text() + "# edited\n")
-    assert crds.main(["--check", str(tmp_path)]) == 1
+    assert kind_crds.main(["--check", str(tmp_path)]) == 1
     assert crds.drift(tmp_path) == ["kubeflow.org_tfjobs.yaml"]
 
 

@@ -28,7 +28,7 @@ from kubetrain.api.kinds import (
 )
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
-from kubetrain.controller.reconciler import plan
+from kubetrain.kinds.registry import plan
 from kubetrain.kube.timefmt import format_time
 from tests.builders import JobBuilder
 

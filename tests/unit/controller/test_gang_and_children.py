@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.plan import DeleteObject, PatchObject
-from kubetrain.controller.reconciler import watched_children
+from kubetrain.kinds.registry import watched_children
 
 from .builders import Cluster, at, conditions, created, deleted, event_list, job, stamp
 

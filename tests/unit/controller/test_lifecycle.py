@@ -6,7 +6,7 @@ import pytest
 
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import Observed, PatchObject, Plan
-from kubetrain.controller.reconciler import plan
+from kubetrain.kinds.registry import plan
 
 from .builders import (
     T0,

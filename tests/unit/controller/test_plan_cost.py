@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.controller.reconciler import plan
+from kubetrain.kinds.registry import plan
 
 from .builders import T0, Cluster, PodBuilder, job
 

@@ -24,7 +24,7 @@ from kubetrain.api.validation_mpi import validate_extra
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.mpi import plan as mpi_plan
 from kubetrain.controller.plan import CreateObject, Observed, PatchObject
-from kubetrain.controller.reconciler import plan
+from kubetrain.kinds.registry import plan
 from kubetrain.runtime.transport import _decode, _encode
 from kubetrain.runtime.trim import trim_generic
 from tests.poison_jobs import Recipe, example_jobs, nested, recipes

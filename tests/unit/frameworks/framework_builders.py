@@ -11,12 +11,19 @@ from typing import Any
 
 from kubetrain.api.kinds import KINDS, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.api.types import JobCondition, JobStatus, ReplicaSpec, ReplicaStatus, TrainingJob
-from kubetrain.frameworks.base import FrameworkSettings, StatusContext
-from kubetrain.frameworks.registry import framework_for
+from kubetrain.frameworks.base import Framework, FrameworkSettings, StatusContext
+from kubetrain.kinds.registry import BY_KIND
 
 NOW = "2024-05-01T10:00:00Z"
 EARLIER = "2024-05-01T09:00:00Z"
 JsonDict = dict[str, Any]
+
+
+def framework_for(kind: str) -> Framework:
+    """The framework plugin a generic kind's registration carries."""
+    plugin = BY_KIND[kind].framework_plugin
+    assert plugin is not None, kind
+    return plugin
 
 
 def container(name: str, port: int | None = None, port_name: str | None = None, env: Any = None) -> JsonDict:

@@ -1,26 +1,21 @@
-"""The registry serves one stateless plugin per generic-path kind."""
+"""The kind registry carries one stateless framework plugin per generic-path kind."""
 
 from __future__ import annotations
 
 import pytest
-from framework_builders import created, job, replica, run_status, status
+from framework_builders import created, framework_for, job, replica, run_status, status
 
 from kubetrain.api.kinds import KINDS
 from kubetrain.frameworks.base import FrameworkSettings
-from kubetrain.frameworks.registry import FRAMEWORKS, framework_for
+from kubetrain.kinds.registry import REGISTRY
 
 
-def test_every_generic_kind_has_a_plugin() -> None:
-    assert set(FRAMEWORKS) == set(KINDS)
-    for kind, plugin in FRAMEWORKS.items():
-        assert plugin.info is KINDS[kind]
-        assert framework_for(kind) is plugin
+def test_every_generic_kind_has_a_plugin_and_only_they() -> None:
+    plugins = {reg.kind: reg.framework_plugin for reg in REGISTRY if reg.framework_plugin is not None}
+    assert set(plugins) == set(KINDS)
+    for kind, plugin in plugins.items():
+        assert plugin is not None and plugin.info is KINDS[kind]
         assert plugin.sets_replica_selector is (kind in ("PyTorchJob", "PaddleJob", "JAXJob"))
-
-
-def test_unknown_kind() -> None:
-    with pytest.raises(KeyError, match="MPIJob"):
-        framework_for("MPIJob")
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

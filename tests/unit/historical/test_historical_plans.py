@@ -11,7 +11,7 @@ from kubetrain.api.codec import encode
 from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed, PatchObject, Plan
-from kubetrain.controller.reconciler import plan, watched_children
+from kubetrain.kinds.registry import plan, watched_children
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 UID = "hist-uid"

@@ -21,8 +21,8 @@ from kubetrain.cli.main import build_parser
 from kubetrain.controller import chainer, mpi
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed
+from kubetrain.kinds.registry import SERVED_KINDS
 from kubetrain.runtime.health import BindAddress
-from kubetrain.runtime.kinds import SERVED_KINDS
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME
 from kubetrain.webhook.handler import routes
 from kubetrain.webhook.provisioner import (

@@ -19,7 +19,7 @@ from kustomize_lite import (
     strategic_merge,
 )
 
-from kubetrain.api import crds
+from kubetrain.kinds import crds as kind_crds
 
 REPO = Path(__file__).resolve().parents[3]
 MANIFESTS = REPO / "manifests"
@@ -67,12 +67,12 @@ def test_namespaced_objects_land_in_kubeflow_and_cluster_objects_have_no_namespa
 
 
 def test_crds_in_the_tree_are_exactly_the_generated_ones() -> None:
-    generated = {name: yaml.safe_load(text) for name, text in crds.generate_all().items()}
+    generated = {name: yaml.safe_load(text) for name, text in kind_crds.generate_all().items()}
     listed = load_yaml(MANIFESTS / "crds" / "kustomization.yaml")[0]["resources"]
     on_disk = sorted(p.name for p in (MANIFESTS / "crds").glob("*.yaml") if p.name != "kustomization.yaml")
     hint = "list every generated CRD file in manifests/crds/kustomization.yaml"
     assert sorted(listed) == sorted(generated), hint
-    assert set(on_disk) >= set(listed), "run: python -m kubetrain.api.crds --write manifests/crds"
+    assert set(on_disk) >= set(listed), "run: python -m kubetrain.kinds.crds --write manifests/crds"
     rendered = {
         o["metadata"]["name"]: o
         for o in render(MANIFESTS / "overlays" / "cluster-wide")

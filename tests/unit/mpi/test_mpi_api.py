@@ -11,7 +11,6 @@ import pytest
 import yaml
 from mpi_builders import v1_job, v2_job
 
-from kubetrain.api import crds
 from kubetrain.api.codec import encode
 from kubetrain.api.conversion_mpi import API_VERSION_ANNOTATION, convert, has_v2beta1_markers, written_version
 from kubetrain.api.defaults_mpi import default_v1, default_v2
@@ -21,10 +20,11 @@ from kubetrain.api.types import TrainingJob
 from kubetrain.api.types_mpi import MPIJobV1Spec, MPIJobV2Spec
 from kubetrain.api.validation_mpi import validate_extra, validate_v1, validate_v2
 from kubetrain.embedded.apiserver.schema import apply_defaults, prune
+from kubetrain.kinds import crds as kind_crds
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_DIR = REPO / "manifests" / "crds"
-MPI_CRD = yaml.safe_load(crds.generate_all()["kubeflow.org_mpijobs.yaml"])
+MPI_CRD = yaml.safe_load(kind_crds.generate_all()["kubeflow.org_mpijobs.yaml"])
 EXAMPLES = sorted(p for d in ("mpi", "chainer", "caffe2") for p in (REPO / "examples" / d).glob("*.yaml"))
 
 
@@ -135,13 +135,13 @@ def test_one_crd_serves_both_versions_with_storage_v1() -> None:
     "name", ["kubeflow.org_mpijobs.yaml", "kubeflow.org_chainerjobs.yaml", "kubeflow.org_caffe2jobs.yaml"]
 )
 def test_committed_crds_match_the_generator(name: str) -> None:
-    assert (CRD_DIR / name).read_text(encoding="utf-8") == crds.generate_all()[name], (
-        "stale: run python -m kubetrain.api.crds --write manifests/crds"
+    assert (CRD_DIR / name).read_text(encoding="utf-8") == kind_crds.generate_all()[name], (
+        "stale: run python -m kubetrain.kinds.crds --write manifests/crds"
     )
 
 
 def test_historical_crd_names() -> None:
-    files = crds.generate_all()
+    files = kind_crds.generate_all()
     chainer = yaml.safe_load(files["kubeflow.org_chainerjobs.yaml"])
     assert chainer["spec"]["names"]["shortNames"] == ["chj", "chjs", "chjob", "chjobs"]
     assert chainer["spec"]["names"]["categories"] == ["all"]

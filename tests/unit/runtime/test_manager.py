@@ -68,6 +68,8 @@ class FakePlanner:
         self.raise_for: set[str] = set()
         self.requeue_after: float | None = None
         self.extra_actions: list[Any] = []
+        self.retry_for: set[str] = set()
+        self.requeue_now = False
 
     def plan(self, j: dict[str, Any], observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
         name = j["metadata"]["name"]
@@ -81,9 +83,10 @@ class FakePlanner:
         ]
         actions += self.extra_actions
         status = {"pods": len(have)}
-        plan = Plan(actions=actions, requeue_after=self.requeue_after)
+        plan = Plan(actions=actions, requeue_after=self.requeue_after, retry=name in self.retry_for)
         if (j.get("status") or {}) != status:
             plan.status = status
+            plan.requeue_now = self.requeue_now
             plan.events.append(Event("Normal", "Counted", f"{len(have)} pods"))
             plan.metrics.append(
                 MetricIncrement(
@@ -240,6 +243,30 @@ async def test_requeue_after_triggers_a_timed_reconcile(env: Any) -> None:
     await mgr.start()
     fake.put(job(replicas=1))
     await until(lambda: len(planner.calls) >= 5)
+
+
+async def test_plan_retry_is_an_error_retried_with_backoff(env: Any) -> None:
+    fake, planner, mgr = env
+    planner.retry_for.add("blocked")
+    await mgr.start()
+    fake.put(job("blocked", replicas=0))
+    await until(lambda: sum(1 for n, _ in planner.calls if n == "blocked") >= 3)
+    assert metric(mgr, "kubetrain_reconcile_errors_total", kind="PyTorchJob") >= 2
+
+
+@pytest.mark.parametrize("requeue_now", [False, True])
+async def test_plan_requeue_now_plans_again_after_the_status_write(env: Any, requeue_now: bool) -> None:
+    fake, planner, mgr = env
+    planner.requeue_now = requeue_now
+    await mgr.start()
+    fake.put(job(replicas=0))
+    await until(
+        lambda: (fake.objects["kubeflow.org/v1/PyTorchJob"]["ns/j"].get("status") or {}) == {"pods": 0}
+    )
+    await asyncio.sleep(0.1)
+    # Without the signal the status write's own watch event is absorbed by the cache: one plan.
+    assert len(planner.calls) == (2 if requeue_now else 1)
+    assert metric(mgr, "kubetrain_reconcile_errors_total", kind="PyTorchJob") == 0
 
 
 async def test_child_events_map_to_owner_job_only_for_enabled_kinds(env: Any) -> None:

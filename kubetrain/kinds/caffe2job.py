@@ -1,0 +1,25 @@
+"""Caffe2Job (`kubeflow.org/v1alpha1`, the archived caffe2-operator): one pod per worker from a
+single replica spec; namesakes are refused, not adopted. No webhook, as upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.api.kinds import KindInfo
+from kubetrain.api.kinds_mpi import CAFFE2JOB, parse_extra_job
+from kubetrain.api.validation_mpi import validate_extra
+from kubetrain.controller import caffe2
+from kubetrain.kinds.registration import KindRegistration, ObserveHints
+
+
+def problems(job: Any, info: KindInfo) -> list[str]:
+    return validate_extra(job, info.version)
+
+
+REGISTRATION = KindRegistration(
+    versions=(CAFFE2JOB,),
+    planner=caffe2.plan,
+    parse=parse_extra_job,
+    observe=ObserveHints(namesakes=True, batch_job_pods=True, replica_specs_map=False),
+    problems=problems,
+)

@@ -1,0 +1,123 @@
+"""One `KindRegistration` per kind: everything the layers above need to serve it.
+
+A kind is its identity and wire types (the `KindInfo` of every served version, storage version
+first: the CRD is generated from them), how a raw object is parsed, the pure planner, the child
+kinds the planner owns, and what the runtime must show the planner besides its own children.
+The runtime, the webhook, the client and the CLI read these fields and never a kind's name, so a
+new kind (a replica-spec framework, or an API of its own such as Trainer v2's TrainJob, whose
+planner creates children of other kinds) is its package plus one line in `registry.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kubetrain.api.fielderrors import ErrorList
+from kubetrain.api.kinds import KindInfo
+from kubetrain.controller.config import ChildType, ControllerConfig
+from kubetrain.controller.plan import Observed, Plan
+from kubetrain.frameworks.base import Framework
+
+JsonDict = dict[str, Any]
+PlanFn = Callable[[JsonDict, Observed, datetime, ControllerConfig], Plan]
+ParseFn = Callable[[Any], tuple[Any, KindInfo | None, ErrorList]]
+"""raw object -> (decoded job or None, the KindInfo whose mechanics apply, structural errors)."""
+ProblemsFn = Callable[[Any, KindInfo], list[str]]
+"""(parsed job, its KindInfo) -> what the controller would refuse, for `kubetrain validate`."""
+
+
+@dataclass(frozen=True)
+class ObserveHints:
+    """What the runtime adds to `Observed` for this kind, beyond the children it controls."""
+
+    namesakes: bool = False
+    """Same-named objects of a watched kind the job does not control: a planner that refuses them
+    (upstream's `ErrResourceExists`) instead of adopting them must see them."""
+    batch_job_pods: bool = False
+    """The pods of the job's batch/v1 Jobs (their controller is the Job, not the job)."""
+    priority_classes: bool = False
+    """Every PriorityClass, when gang scheduling is on (a gang's minResources are ordered by them)."""
+    replica_specs_map: bool = True
+    """Whether the replica-specs field is a map of replica specs whose `replicas` add up to the
+    job's pods (the create-to-pods metric); False for kinds whose pods come from elsewhere."""
+
+
+@dataclass(frozen=True)
+class KindRegistration:
+    versions: tuple[KindInfo, ...]
+    """Every served version, the storage version first (it is the one listed and watched)."""
+    planner: PlanFn
+    parse: ParseFn
+    framework_plugin: Framework | None = None
+    """The framework plugin of a replica-spec kind on the generic path (None: its own planner)."""
+    children: tuple[ChildType, ...] = ()
+    """Child kinds besides Pods and Services the planner owns and reads from `Observed.others`."""
+    observe: ObserveHints = field(default_factory=ObserveHints)
+    webhook: bool = False
+    """Whether the admission webhook validates this kind (upstream serves one for it)."""
+    admission_warning: str = ""
+    """A warning the webhook adds to every CREATE/UPDATE (a deprecated kind)."""
+    problems: ProblemsFn | None = None
+    """Offline validation for a kind the webhook does not validate (None: the webhook's rules)."""
+    version_of: Callable[[JsonDict], str] | None = None
+    """Which served version's mechanics a stored object follows (None: the storage version's)."""
+
+    @property
+    def info(self) -> KindInfo:
+        return self.versions[0]
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    @property
+    def plural(self) -> str:
+        return self.info.plural
+
+    @property
+    def api_version(self) -> str:
+        return self.info.api_version
+
+    @property
+    def controller_name(self) -> str:
+        return self.info.controller_name
+
+    @property
+    def framework(self) -> str:
+        return self.info.framework
+
+    def owner_api_versions(self) -> frozenset[str]:
+        """The apiVersions a child's controller reference may name for a job of this kind."""
+        return frozenset(v.api_version for v in self.versions)
+
+    def mechanics(self, job: JsonDict) -> KindInfo:
+        """The KindInfo whose wire facts apply to `job` (the version it was written in)."""
+        if self.version_of is None:
+            return self.info
+        wanted = self.version_of(job)
+        return next((v for v in self.versions if v.version == wanted), self.info)
+
+    def controller_name_for(self, job: JsonDict) -> str:
+        """The events' `source.component`."""
+        return self.mechanics(job).controller_name
+
+    def event_api_version(self, job: JsonDict) -> str:
+        """The apiVersion an event's involvedObject names."""
+        if self.version_of is not None:
+            return self.mechanics(job).api_version
+        return str(job.get("apiVersion") or self.info.api_version)
+
+
+def unregistered(info: Any) -> KindRegistration:
+    """A registration for a kind that only names itself (tests that inject their own planner)."""
+
+    def no_plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
+        return Plan()
+
+    def no_parse(raw: Any) -> tuple[Any, KindInfo | None, ErrorList]:
+        return None, None, ErrorList()
+
+    return KindRegistration(versions=(info,), planner=no_plan, parse=no_parse)

@@ -1,0 +1,119 @@
+"""Every kind kubetrain serves, one line each; the tables the other layers need, derived.
+
+Adding a kind: its package (wire types, planner, a `KindRegistration`), its tests, and one line
+in `REGISTRY`. The CRD (`python -m kubetrain.kinds.crds --write manifests/crds`), the served
+kinds, the client's and the CLI's kind names, the resource table, the webhook's routes and the
+child informers all follow from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from kubetrain.api.crds import crd_for
+from kubetrain.api.jobs import parse_job
+from kubetrain.api.kinds import KindInfo
+from kubetrain.controller import reconciler
+from kubetrain.controller.config import (
+    HPA,
+    SCHEDULER_PLUGINS_PODGROUP,
+    VOLCANO_PODGROUP,
+    ChildType,
+    ControllerConfig,
+)
+from kubetrain.controller.plan import Observed, Plan
+from kubetrain.frameworks.jax import JAX
+from kubetrain.frameworks.mxnet import MXNET
+from kubetrain.frameworks.paddle import PADDLE
+from kubetrain.frameworks.pytorch import PYTORCH
+from kubetrain.frameworks.tensorflow import TENSORFLOW
+from kubetrain.frameworks.xgboost import XGBOOST
+from kubetrain.kinds import caffe2job, chainerjob, mpijob
+from kubetrain.kinds.registration import KindRegistration
+from kubetrain.kinds.training_operator import MXJOB_DEPRECATED, generic
+
+JsonDict = dict[str, Any]
+
+REGISTRY: tuple[KindRegistration, ...] = (
+    generic(TENSORFLOW),
+    generic(PYTORCH),
+    generic(XGBOOST),
+    generic(PADDLE),
+    generic(JAX),
+    generic(MXNET, admission_warning=MXJOB_DEPRECATED),
+    mpijob.REGISTRATION,
+    chainerjob.REGISTRATION,
+    caffe2job.REGISTRATION,
+)
+
+BY_KIND: Mapping[str, KindRegistration] = {reg.kind: reg for reg in REGISTRY}
+
+SERVED_KINDS: Mapping[str, KindInfo] = {reg.kind: reg.info for reg in REGISTRY}
+"""Every kind the operator reconciles, each with the version it is listed and watched as."""
+
+
+def registration_for(kind: object) -> KindRegistration | None:
+    return BY_KIND.get(kind) if isinstance(kind, str) else None
+
+
+def all_versions() -> list[KindInfo]:
+    """Every served version of every kind, storage versions first within a kind."""
+    return [info for reg in REGISTRY for info in reg.versions]
+
+
+def webhook_kinds() -> list[KindInfo]:
+    """The kinds the admission webhook validates."""
+    return [reg.info for reg in REGISTRY if reg.webhook]
+
+
+def crd_manifests(kinds: Iterable[str] | None = None) -> list[JsonDict]:
+    """The CRDs of these kinds (all served kinds by default), every version of each."""
+    wanted = set(SERVED_KINDS if kinds is None else kinds)
+    return [crd_for(reg.versions) for reg in REGISTRY if reg.kind in wanted]
+
+
+def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
+    """The plan of one job of any registered kind: its registration's planner."""
+    reg = registration_for(job.get("kind")) if isinstance(job, dict) else None
+    if reg is None:
+        _, _, errors = parse_job(job)
+        return reconciler.unknown_kind(job, errors)
+    return reg.planner(job, observed, now, config)
+
+
+def watched_children(config: ControllerConfig, kinds: Iterable[str] | None = None) -> list[ChildType]:
+    """The child kinds besides Pods and Services the runtime must cache for `Observed.others`:
+    the configured gang scheduler's PodGroups and autoscaling/v2 HPAs (PyTorch elastic), plus
+    the children the registrations of `kinds` own (None: the generic kinds only)."""
+    out = []
+    if config.gang_scheduling:
+        api_version, kind, plural = VOLCANO_PODGROUP if config.uses_volcano else SCHEDULER_PLUGINS_PODGROUP
+        out.append(ChildType(api_version, kind, plural, None))
+    out.append(ChildType(HPA[0], HPA[1], HPA[2], None))
+    for name in kinds or ():
+        reg = BY_KIND.get(name)
+        for child in reg.children if reg is not None else ():
+            if child not in out:
+                out.append(child)
+    return out
+
+
+def has_offline_rules(doc: Any) -> bool:
+    """Whether `doc` is of a kind the webhook does not validate, checked by its controller's rules."""
+    reg = registration_for(doc.get("kind")) if isinstance(doc, dict) else None
+    return reg is not None and reg.problems is not None
+
+
+def offline_problems(doc: JsonDict) -> list[str]:
+    """What the controller of a kind without a webhook would refuse in `doc` ([] if nothing)."""
+    reg = registration_for(doc.get("kind"))
+    if reg is None or reg.problems is None:
+        return []
+    job, info, errors = reg.parse(doc)
+    if errors or job is None or info is None:
+        return list(errors.messages())
+    if not job.name:
+        return ["metadata.name: Required value: name or generateName is required"]
+    return reg.problems(job, info)
