@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.names import JsonDict, is_terminating, name_of
 from kubetrain.controller.pods import phase
 
@@ -17,7 +17,7 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _container_events(ctx: Reconcile, pod: str, status: Any) -> None:
+def _container_events(ctx: JobReconcile, pod: str, status: Any) -> None:
     if not isinstance(status, dict):
         return
     state = _dict(status.get("state"))
@@ -39,7 +39,7 @@ def _container_events(ctx: Reconcile, pod: str, status: Any) -> None:
         )
 
 
-def record_abnormal_pods(ctx: Reconcile) -> None:
+def record_abnormal_pods(ctx: JobReconcile) -> None:
     """Events for every active pod (not Succeeded/Failed, not terminating) that looks unhealthy."""
     for pod in ctx.pods:
         if phase(pod) in ("Succeeded", "Failed") or is_terminating(pod):
@@ -47,7 +47,7 @@ def record_abnormal_pods(ctx: Reconcile) -> None:
         _pod_events(ctx, pod)
 
 
-def _pod_events(ctx: Reconcile, pod: JsonDict) -> None:
+def _pod_events(ctx: JobReconcile, pod: JsonDict) -> None:
     status = _dict(pod.get("status"))
     name = name_of(pod)
     for key in ("containerStatuses", "initContainerStatuses"):

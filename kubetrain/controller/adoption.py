@@ -14,6 +14,7 @@ from kubetrain.api.kinds import KindInfo
 from kubetrain.api.types import TrainingJob
 from kubetrain.controller.names import (
     JsonDict,
+    NamedJob,
     controller_of,
     is_terminating,
     job_labels,
@@ -26,7 +27,7 @@ from kubetrain.controller.names import (
 from kubetrain.controller.plan import Action, PatchObject
 
 
-def owned_pods(job: TrainingJob, pods: Iterable[JsonDict]) -> tuple[list[JsonDict], frozenset[str]]:
+def owned_pods(job: NamedJob, pods: Iterable[JsonDict]) -> tuple[list[JsonDict], frozenset[str]]:
     """The pods whose controller ownerReference is this job (orphans are ignored), and the names
     of the other observed pods that no pod of ours holds (a create under such a name would fail).
 

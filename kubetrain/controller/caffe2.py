@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
 
-from kubetrain.api.codec import encode, json_clone
+from kubetrain.api.codec import json_clone
 from kubetrain.api.conditions import TRUE, is_finished, set_condition
 from kubetrain.api.defaults_mpi import default_caffe2
+from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import (
     COND_CREATED,
     COND_FAILED,
@@ -29,17 +29,20 @@ from kubetrain.api.kinds import (
     COND_SUCCEEDED,
     LABEL_JOB_NAME,
     LABEL_OPERATOR_NAME,
+    KindInfo,
 )
 from kubetrain.api.kinds_mpi import CAFFE2JOB, parse_extra_job
 from kubetrain.api.types import JobStatus
 from kubetrain.api.types_historical import Caffe2Job, Caffe2JobStatus, Caffe2ReplicaStatus
 from kubetrain.api.validation_mpi import validate_caffe2
 from kubetrain.controller.config import ControllerConfig
-from kubetrain.controller.mpi.common import POD, Sync, as_dict, controller_ref
+from kubetrain.controller.context import Reconcile
+from kubetrain.controller.job import JobKind, run_job
 from kubetrain.controller.names import JsonDict, is_controlled_by, labels_of
-from kubetrain.controller.plan import CreateObject, Event, Observed, Plan
+from kubetrain.controller.owned import POD, OwnedObjects, as_dict
+from kubetrain.controller.plan import CreateObject, Observed, Plan
 from kubetrain.controller.pods import phase
-from kubetrain.kube.timefmt import format_time, parse_time
+from kubetrain.kube.timefmt import parse_time
 
 PORT = 2222
 LABEL_GROUP = "group_name"
@@ -49,58 +52,68 @@ LABEL_REPLICA_TYPE = "caffe2_replica_type"
 LABEL_REPLICA_INDEX = "caffe2_replica_index"
 
 
-def exists_message(name: str, kind: str) -> str:
-    return f'Resource "{name}" already exists and is not managed by Caffe2Job'
-
-
 def runtime_id(job: Caffe2Job, now: datetime) -> str:
     created = parse_time(job.metadata.get("creationTimestamp"))
     return str(int((created or now).timestamp()))
 
 
-def plan(job: dict[str, Any], observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
-    parsed, _, errors = parse_extra_job(job)
-    if not isinstance(parsed, Caffe2Job) or not parsed.name or parsed.metadata.get("deletionTimestamp"):
-        return Plan()
-    errors.extend(validate_caffe2(parsed))
-    if errors:
-        return Plan(events=[Event("Warning", "ValidationError", f"Found validation errors: {errors}")])
-    c2 = default_caffe2(parsed, runtime_id(parsed, now))
-    owner = controller_ref(CAFFE2JOB.api_version, "Caffe2Job", c2.name, c2.uid)
-    sync = Sync(observed, c2.uid, c2.namespace, owner, exists_message)
-    status = parsed.status if parsed.status is not None else Caffe2JobStatus()
-    before = encode(status)
-    stamp = format_time(now)
-    key = f"{c2.namespace}-{c2.name}"
-    if not status.conditions:
-        _set(status, COND_CREATED, "Caffe2JobCreated", f"Caffe2Job {c2.name} is created.", stamp)
-    replicas = (c2.spec.replica_specs.replicas or 0) if c2.spec and c2.spec.replica_specs else 0
-    pods = {
-        labels_of(p).get(LABEL_REPLICA_INDEX): p
-        for p in sync.objects(POD)
-        if is_controlled_by(p, c2.uid) and labels_of(p).get(LABEL_JOB_KEY) == key
-    }
-    if not is_finished(JobStatus(conditions=status.conditions)):
-        for index in range(replicas):
-            if str(index) not in pods:
-                sync.plan.actions.append(CreateObject(_pod(sync, c2, index, replicas)))
-        if status.start_time is None:
-            status.start_time = stamp
-    counts = Caffe2ReplicaStatus()
-    for pod in pods.values():
-        pod_phase = phase(pod)
-        if pod_phase in ("Running", "Pending"):
-            counts.active += 1
-        elif pod_phase == "Succeeded":
-            counts.succeeded += 1
-        elif pod_phase == "Failed":
-            counts.failed += 1
-    status.replica_statuses = counts
-    _conditions(status, c2.name, counts, replicas, stamp)
-    after = encode(status)
-    sync.plan.status = None if after == before else after
-    sync.plan.requeue_now = sync.plan.status is not None  # one step per pass, as upstream
-    return sync.plan
+class Caffe2Kind(JobKind[Caffe2Job, Caffe2JobStatus]):
+    """caffe2-operator's Caffe2Job on `run_job`: no managedBy, an invalid job only warns."""
+
+    one_step_per_pass = True
+
+    def initial_status(self) -> Caffe2JobStatus:
+        return Caffe2JobStatus()
+
+    def prepare(
+        self, job: Caffe2Job, info: KindInfo, errors: ErrorList, now: datetime
+    ) -> tuple[Caffe2Job, str]:
+        errors.extend(validate_caffe2(job))
+        if errors:
+            return job, f"Found validation errors: {errors}"
+        return default_caffe2(job, runtime_id(job, now)), ""
+
+    def exists_message(self, name: str, kind: str) -> str:
+        return f'Resource "{name}" already exists and is not managed by Caffe2Job'
+
+    def created(self, ctx: Reconcile[Caffe2Job, Caffe2JobStatus]) -> None:
+        """`Created` on a job without conditions (no event, no counter, as upstream)."""
+        if not ctx.status.conditions:
+            _set(ctx.status, COND_CREATED, "Caffe2JobCreated", f"Caffe2Job {ctx.name} is created.", ctx.stamp)
+
+    def reconcile(self, ctx: Reconcile[Caffe2Job, Caffe2JobStatus]) -> None:
+        c2, sync, status, stamp = ctx.job, ctx.owned, ctx.status, ctx.stamp
+        key = f"{c2.namespace}-{c2.name}"
+        replicas = (c2.spec.replica_specs.replicas or 0) if c2.spec and c2.spec.replica_specs else 0
+        pods = {
+            labels_of(p).get(LABEL_REPLICA_INDEX): p
+            for p in sync.objects(POD)
+            if is_controlled_by(p, c2.uid) and labels_of(p).get(LABEL_JOB_KEY) == key
+        }
+        if not is_finished(JobStatus(conditions=status.conditions)):
+            for index in range(replicas):
+                if str(index) not in pods:
+                    sync.plan.actions.append(CreateObject(_pod(sync, c2, index, replicas)))
+            if status.start_time is None:
+                status.start_time = stamp
+        counts = Caffe2ReplicaStatus()
+        for pod in pods.values():
+            pod_phase = phase(pod)
+            if pod_phase in ("Running", "Pending"):
+                counts.active += 1
+            elif pod_phase == "Succeeded":
+                counts.succeeded += 1
+            elif pod_phase == "Failed":
+                counts.failed += 1
+        status.replica_statuses = counts
+        _conditions(status, c2.name, counts, replicas, stamp)
+
+
+KIND = Caffe2Kind()
+
+
+def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
+    return run_job(KIND, job, parse_extra_job(job), observed, now, config)
 
 
 def _conditions(
@@ -126,7 +139,7 @@ def _set(status: Caffe2JobStatus, cond_type: str, reason: str, message: str, sta
     return changed
 
 
-def _pod(sync: Sync, job: Caffe2Job, index: int, replicas: int) -> JsonDict:
+def _pod(sync: OwnedObjects, job: Caffe2Job, index: int, replicas: int) -> JsonDict:
     assert job.spec is not None and job.spec.replica_specs is not None  # validated
     template = json_clone(as_dict(job.spec.replica_specs.template))
     tmeta = as_dict(template.get("metadata"))

@@ -13,24 +13,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.codec import decode, encode, json_clone
+from kubetrain.api.codec import decode, json_clone
 from kubetrain.api.defaults_mpi import default_chainer
-from kubetrain.api.kinds import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from kubetrain.api.kinds_mpi import CHAINERJOB, parse_extra_job
+from kubetrain.api.fielderrors import ErrorList
+from kubetrain.api.kinds import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, KindInfo
+from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.api.types_historical import ChainerJob, ChainerJobStatus, MPIConfig
 from kubetrain.api.validation_mpi import validate_chainer
 from kubetrain.controller.config import ChildType, ControllerConfig
-from kubetrain.controller.mpi.common import (
+from kubetrain.controller.context import Reconcile
+from kubetrain.controller.job import JobKind, run_job
+from kubetrain.controller.names import JsonDict
+from kubetrain.controller.owned import (
     BATCH_JOB,
-    Sync,
+    OwnedObjects,
     as_dict,
-    controller_ref,
     data_differ,
+    job_finished,
     rules_differ,
 )
-from kubetrain.controller.mpi.v2_status import job_finished
-from kubetrain.controller.names import JsonDict
-from kubetrain.controller.plan import Event, Observed, Plan
+from kubetrain.controller.plan import Observed, Plan
 
 LABEL_JOB = "chainerjob.kubeflow.org/name"
 LABEL_ROLE = "chainerjob.kubeflow.org/role"
@@ -135,47 +137,56 @@ CHILD_TYPES = (
 )
 
 
-def exists_message(name: str, kind: str) -> str:
-    return f'Resource "{name}" already exists and is not managed by ChainerJob'
+class ChainerKind(JobKind[ChainerJob, ChainerJobStatus]):
+    """chainer-operator's ChainerJob on `run_job`: no managedBy, an invalid job only warns, and
+    the status is the master Job's."""
+
+    one_step_per_pass = True
+
+    def initial_status(self) -> ChainerJobStatus:
+        return ChainerJobStatus()
+
+    def prepare(
+        self, job: ChainerJob, info: KindInfo, errors: ErrorList, now: datetime
+    ) -> tuple[ChainerJob, str]:
+        errors.extend(validate_chainer(job))
+        if errors:
+            return job, f"Found validation errors: {errors}"
+        return default_chainer(job), ""
+
+    def exists_message(self, name: str, kind: str) -> str:
+        return f'Resource "{name}" already exists and is not managed by ChainerJob'
+
+    def reconcile(self, ctx: Reconcile[ChainerJob, ChainerJobStatus]) -> None:
+        chj, sync = ctx.job, ctx.owned
+        distributed = bool(chj.spec and chj.spec.worker_sets)
+        sync.ensure(_object(sync, "v1", "ServiceAccount", f"{chj.name}-launcher", chj))
+        sync.ensure(_role(sync, chj), rules_differ)
+        sync.ensure(_role_binding(sync, chj), _binding_differ)
+        if distributed:
+            sync.ensure(_assets(sync, chj), data_differ)
+        master = sync.get(BATCH_JOB, f"{chj.name}-master")
+        if master is None:
+            sync.ensure(_master_job(sync, chj, distributed))
+        elif not sync.controlled(master):
+            return
+        if distributed and not sync.blocked:
+            done = master is not None and job_finished(master)
+            for name in sorted(chj.spec.worker_sets or {} if chj.spec else {}):
+                sync.ensure(_worker_set(sync, chj, name, done), _replicas_differ)
+        if master is not None:
+            copied, _ = decode(ChainerJobStatus, as_dict(master.get("status")), "status")
+            ctx.status = copied or ChainerJobStatus()
 
 
-def plan(job: dict[str, Any], observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
-    parsed, _, errors = parse_extra_job(job)
-    if not isinstance(parsed, ChainerJob) or not parsed.name:
-        return Plan()
-    if parsed.metadata.get("deletionTimestamp"):
-        return Plan()
-    errors.extend(validate_chainer(parsed))
-    if errors:
-        return Plan(events=[Event("Warning", "ValidationError", f"Found validation errors: {errors}")])
-    chj = default_chainer(parsed)
-    owner = controller_ref(CHAINERJOB.api_version, "ChainerJob", chj.name, chj.uid)
-    sync = Sync(observed, chj.uid, chj.namespace, owner, exists_message)
-    distributed = bool(chj.spec and chj.spec.worker_sets)
-    sync.ensure(_object(sync, "v1", "ServiceAccount", f"{chj.name}-launcher", chj))
-    sync.ensure(_role(sync, chj), rules_differ)
-    sync.ensure(_role_binding(sync, chj), _binding_differ)
-    if distributed:
-        sync.ensure(_assets(sync, chj), data_differ)
-    master = sync.get(BATCH_JOB, f"{chj.name}-master")
-    if master is None:
-        sync.ensure(_master_job(sync, chj, distributed))
-    elif not sync.controlled(master):
-        return sync.plan
-    if distributed and not sync.blocked:
-        done = master is not None and job_finished(master)
-        for name in sorted(chj.spec.worker_sets or {} if chj.spec else {}):
-            sync.ensure(_worker_set(sync, chj, name, done), _replicas_differ)
-    if master is not None:
-        before = encode(parsed.status) if parsed.status is not None else {}
-        copied, _ = decode(ChainerJobStatus, as_dict(master.get("status")), "status")
-        after = encode(copied or ChainerJobStatus())
-        sync.plan.status = None if after == before else after
-        sync.plan.requeue_now = sync.plan.status is not None  # one step per pass, as upstream
-    return sync.plan
+KIND = ChainerKind()
 
 
-def _object(sync: Sync, api_version: str, kind: str, name: str, chj: ChainerJob) -> JsonDict:
+def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
+    return run_job(KIND, job, parse_extra_job(job), observed, now, config)
+
+
+def _object(sync: OwnedObjects, api_version: str, kind: str, name: str, chj: ChainerJob) -> JsonDict:
     return {"apiVersion": api_version, "kind": kind, "metadata": sync.new_meta(name, {LABEL_JOB: chj.name})}
 
 
@@ -183,7 +194,7 @@ def _set_name(chj: ChainerJob, name: str) -> str:
     return f"{chj.name}-workerset-{name}"
 
 
-def _role(sync: Sync, chj: ChainerJob) -> JsonDict:
+def _role(sync: OwnedObjects, chj: ChainerJob) -> JsonDict:
     obj = _object(sync, "rbac.authorization.k8s.io/v1", "Role", f"{chj.name}-launcher-role", chj)
     sets, pods = [], []
     for name, wset in (chj.spec.worker_sets or {} if chj.spec else {}).items():
@@ -201,7 +212,7 @@ def _role(sync: Sync, chj: ChainerJob) -> JsonDict:
     return obj
 
 
-def _role_binding(sync: Sync, chj: ChainerJob) -> JsonDict:
+def _role_binding(sync: OwnedObjects, chj: ChainerJob) -> JsonDict:
     obj = _object(
         sync, "rbac.authorization.k8s.io/v1", "RoleBinding", f"{chj.name}-launcher-rolebinding", chj
     )
@@ -224,7 +235,7 @@ def _slots(config: MPIConfig | None) -> int:
     return config.slots if config is not None and config.slots is not None else 1
 
 
-def _assets(sync: Sync, chj: ChainerJob) -> JsonDict:
+def _assets(sync: OwnedObjects, chj: ChainerJob) -> JsonDict:
     sets = chj.spec.worker_sets or {} if chj.spec else {}
     lines = ""
     for name in sorted(sets):
@@ -324,7 +335,7 @@ def _template(chj: ChainerJob, template: Any, labels: dict[str, str]) -> JsonDic
     return out
 
 
-def _master_job(sync: Sync, chj: ChainerJob, distributed: bool) -> JsonDict:
+def _master_job(sync: OwnedObjects, chj: ChainerJob, distributed: bool) -> JsonDict:
     master = chj.spec.master if chj.spec and chj.spec.master else None
     managed = {LABEL_JOB: chj.name, LABEL_ROLE: "master"}
     template = _template(chj, master.template if master else None, managed)
@@ -350,7 +361,7 @@ def _master_job(sync: Sync, chj: ChainerJob, distributed: bool) -> JsonDict:
     }
 
 
-def _worker_set(sync: Sync, chj: ChainerJob, name: str, done: bool) -> JsonDict:
+def _worker_set(sync: OwnedObjects, chj: ChainerJob, name: str, done: bool) -> JsonDict:
     wset = (chj.spec.worker_sets or {}).get(name) if chj.spec else None
     managed = {LABEL_JOB: chj.name, LABEL_ROLE: "workerset", LABEL_WORKERSET: name}
     template = _template(chj, wset.template if wset else None, managed)

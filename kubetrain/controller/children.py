@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.controller.config import HPA
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.names import JsonDict, meta, name_of, object_ref
 from kubetrain.controller.plan import CreateObject, PatchObject
 from kubetrain.kube.quantity import parse_quantity
@@ -34,7 +34,7 @@ def contains(have: Any, want: Any) -> bool:
     return bool(have == want)
 
 
-def _complete(ctx: Reconcile, obj: JsonDict) -> JsonDict:
+def _complete(ctx: JobReconcile, obj: JsonDict) -> JsonDict:
     """The manifest with the job's namespace and controller reference filled in if missing."""
     metadata = dict(meta(obj))
     metadata.setdefault("namespace", ctx.namespace)
@@ -43,10 +43,10 @@ def _complete(ctx: Reconcile, obj: JsonDict) -> JsonDict:
     return {**obj, "metadata": metadata}
 
 
-def reconcile_children(ctx: Reconcile) -> None:
+def reconcile_children(ctx: JobReconcile) -> None:
     desired: list[JsonDict] = []
     if not ctx.job.run_policy.suspend:
-        desired = ctx.framework.desired_children(ctx.job, ctx.settings)
+        desired = ctx.plugin.desired_children(ctx.job, ctx.settings)
     kinds = set(CHILD_KINDS) | {(str(d.get("apiVersion", "")), str(d.get("kind", ""))) for d in desired}
     wanted = {(str(d.get("apiVersion", "")), str(d.get("kind", "")), name_of(d)): d for d in desired}
     for api_version, kind in sorted(kinds):

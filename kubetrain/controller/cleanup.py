@@ -8,14 +8,22 @@ kubeflow/trainer#3419). A suspended job loses all its pods and services whatever
 from __future__ import annotations
 
 from kubetrain.api.conditions import FALSE, TRUE, has_condition
-from kubetrain.api.kinds import CLEAN_POD_ALL, CLEAN_POD_RUNNING, COND_RUNNING, COND_SUSPENDED, reason
-from kubetrain.controller import events, gang
-from kubetrain.controller.context import Reconcile
+from kubetrain.api.kinds import (
+    CLEAN_POD_ALL,
+    CLEAN_POD_RUNNING,
+    COND_RUNNING,
+    COND_SUCCEEDED,
+    COND_SUSPENDED,
+    reason,
+)
+from kubetrain.controller import events, gang, ttl
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.names import name_of
 from kubetrain.controller.pods import phase
+from kubetrain.controller.status import move_active_to_succeeded
 
 
-def delete_pods_and_services(ctx: Reconcile, policy: str | None) -> None:
+def delete_pods_and_services(ctx: JobReconcile, policy: str | None) -> None:
     """`All`: every pod and service; `Running`: pods not yet done (Pending may start running)
     and their same-named services; anything else (`None`): nothing."""
     if policy not in (CLEAN_POD_ALL, CLEAN_POD_RUNNING):
@@ -34,7 +42,7 @@ def delete_pods_and_services(ctx: Reconcile, policy: str | None) -> None:
             ctx.delete(svc, events.SUCCESSFUL_DELETE_SERVICE, events.deleted_service(name_of(svc)))
 
 
-def suspend(ctx: Reconcile) -> None:
+def suspend(ctx: JobReconcile) -> None:
     """Release everything the job holds and record why (`[.., Running(False), Suspended(True)]`)."""
     delete_pods_and_services(ctx, CLEAN_POD_ALL)
     gang.delete_pod_group(ctx)
@@ -49,10 +57,22 @@ def suspend(ctx: Reconcile) -> None:
     ctx.event("Normal", suspended, message)
 
 
-def resume(ctx: Reconcile) -> None:
+def resume(ctx: JobReconcile) -> None:
     """Suspended(False, Resumed); the clock of activeDeadlineSeconds restarts with startTime."""
     resumed = reason(ctx.kind, "Resumed")
     message = f"{ctx.kind} {ctx.name} is resumed."
     ctx.condition(COND_SUSPENDED, FALSE, resumed, message)
     ctx.status.start_time = ctx.stamp
     ctx.event("Normal", resumed, message)
+
+
+def finish(ctx: JobReconcile) -> None:
+    """A finished job: cleanPodPolicy (a finished launcher lets Running delete the workers), no
+    PodGroup, active counted as succeeded, completionTime, TTL."""
+    delete_pods_and_services(ctx, ctx.job.run_policy.clean_pod_policy)
+    gang.delete_pod_group(ctx)
+    if has_condition(ctx.status, COND_SUCCEEDED):
+        move_active_to_succeeded(ctx.status)
+    if ctx.status.completion_time is None:
+        ctx.status.completion_time = ctx.stamp
+    ttl.apply_ttl(ctx)

@@ -1,21 +1,26 @@
 """The working state of one reconcile: inputs, the status being edited, and the plan being built.
 
-Every step of the reconciler (limits, cleanup, replicas, gang, ...) is a function of a `Reconcile`,
-so each module does one job and the order of steps lives in `reconciler.py` alone.
+Every job planner runs on a `Reconcile` (`kubetrain.controller.job.run_job` builds it): the
+generic reconciler's steps (limits, cleanup, replicas, gang, ...) are functions of one, so each
+module does one job and the order of steps lives in `reconciler.py` alone; a kind with its own
+pass and no framework plugin (MPIJob, ChainerJob, Caffe2Job) reads its owned children through
+`owned`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from kubetrain.api.conditions import TRUE, has_condition, set_condition
 from kubetrain.api.kinds import COND_FAILED, KindInfo, reason
 from kubetrain.api.types import JobStatus, TrainingJob
 from kubetrain.controller.config import ControllerConfig
-from kubetrain.controller.names import JsonDict, is_terminating, job_ref, name_of, object_ref, owner_reference
+from kubetrain.controller.names import JsonDict, NamedJob, is_terminating, job_ref, name_of, object_ref
+from kubetrain.controller.owned import OwnedObjects, controller_ref
 from kubetrain.controller.plan import (
     CreateObject,
     DeleteObject,
@@ -44,18 +49,29 @@ class Staged:
     restarts: list[JsonDict] = field(default_factory=list)
 
 
+def _no_namesakes(name: str, kind: str) -> str:
+    return f'Resource "{name}" already exists and is not managed by the job'
+
+
+JobT = TypeVar("JobT", bound=NamedJob)
+StatusT = TypeVar("StatusT")
+
+
 @dataclass
-class Reconcile:
-    job: TrainingJob
-    """The job with its in-memory defaults applied (never written back)."""
+class Reconcile(Generic[JobT, StatusT]):
+    job: JobT
+    """The job with its in-memory defaults applied (never written back): a `TrainingJob` for
+    the replica-spec kinds, the kind's own envelope type otherwise."""
     info: KindInfo
-    framework: Framework
+    framework: Framework | None
+    """The framework plugin of a generic-path kind; None for a kind with its own pass."""
     config: ControllerConfig
     now: datetime
     stamp: str
     """`now` in the wire form of status timestamps."""
-    status: JobStatus
-    """The status being edited; compared with the stored one at the end."""
+    status: StatusT
+    """The status being edited (a `JobStatus` but for kinds with their own status type);
+    compared with the stored one at the end."""
     pods: list[JsonDict]
     """The job's pods: those whose controller ownerReference is this job."""
     services: list[JsonDict]
@@ -64,6 +80,8 @@ class Reconcile:
     """Everything the runtime observed (PodGroups and framework children are read from here)."""
     foreign_pod_names: frozenset[str] = frozenset()
     """Names of observed pods (matching our labels) that another owner, or none, controls."""
+    exists_message: Callable[[str, str], str] = _no_namesakes
+    """(name, kind) -> the message of a refused same-named object (see `owned`)."""
     plan: Plan = field(default_factory=Plan)
     staged: Staged = field(default_factory=Staged)
     _deleting: set[tuple[str, str]] = field(default_factory=set)
@@ -80,6 +98,20 @@ class Reconcile:
     def namespace(self) -> str:
         return self.job.namespace
 
+    @property
+    def plugin(self) -> Framework:
+        """The framework plugin; only the generic path's steps ask for it."""
+        if self.framework is None:
+            raise TypeError(f"{self.kind} has no framework plugin")
+        return self.framework
+
+    @cached_property
+    def owned(self) -> OwnedObjects:
+        """The children this job owns outright, refused when a namesake is not ours."""
+        return OwnedObjects(
+            self.observed, self.job.uid, self.namespace, self.owner(), self.exists_message, self.plan
+        )
+
     @cached_property
     def settings(self) -> FrameworkSettings:
         c = self.config
@@ -91,7 +123,8 @@ class Reconcile:
         )
 
     def owner(self) -> JsonDict:
-        return owner_reference(self.info, self.job)
+        """The single controller reference every child gets; GC deletes children with the job."""
+        return controller_ref(self.info.api_version, self.info.kind, self.job.name, self.job.uid)
 
     def ref(self) -> ObjectRef:
         return job_ref(self.info, self.job)
@@ -101,19 +134,30 @@ class Reconcile:
 
     def condition(self, cond_type: str, cond_status: str, cond_reason: str, message: str) -> bool:
         """Apply one change through the upstream condition algebra (spec §3.12)."""
-        return set_condition(self.status, cond_type, cond_status, cond_reason, message, self.stamp)
+        return set_condition(self._job_status, cond_type, cond_status, cond_reason, message, self.stamp)
+
+    @property
+    def _job_status(self) -> JobStatus:
+        """The status as training-operator's condition algebra edits it (replica-spec kinds)."""
+        status = self.status
+        if not isinstance(status, JobStatus):
+            raise TypeError(f"{self.kind} status has no training-operator conditions")
+        return status
 
     def fail(self, message: str, suffix: str = "Failed") -> bool:
         """Mark the job Failed (terminal): completionTime stamped, the failure counted once."""
         changed = self.condition(COND_FAILED, TRUE, reason(self.kind, suffix), message)
         if changed:
             self.metric(METRIC_FAILED)
-        if has_condition(self.status, COND_FAILED) and self.status.completion_time is None:
-            self.status.completion_time = self.stamp
+        status = self._job_status
+        if has_condition(status, COND_FAILED) and status.completion_time is None:
+            status.completion_time = self.stamp
         return changed
 
-    def metric(self, name: str) -> None:
-        labels = {"job_namespace": self.namespace, "framework": self.info.framework}
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> None:
+        """An increment of an upstream counter, by default with training-operator's labels."""
+        if labels is None:
+            labels = {"job_namespace": self.namespace, "framework": self.info.framework}
         self.plan.metrics.append(MetricIncrement(name, labels))
 
     def delete(self, obj: JsonDict, reason: str | None, message: str | None) -> bool:
@@ -135,3 +179,7 @@ class Reconcile:
 
     def is_deleting(self, kind: str, name: str) -> bool:
         return (kind, name) in self._deleting
+
+
+JobReconcile = Reconcile[TrainingJob, JobStatus]
+"""The context of a replica-spec job: what the generic reconciler's steps run on."""

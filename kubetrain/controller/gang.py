@@ -13,7 +13,7 @@ from typing import Any
 from kubetrain.api.types import ReplicaSpec
 from kubetrain.controller import events
 from kubetrain.controller.config import SCHEDULER_PLUGINS_PODGROUP, VOLCANO_PODGROUP
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.names import JsonDict, is_terminating, name_of, object_ref
 from kubetrain.controller.plan import CreateObject, PatchObject
 from kubetrain.kube.quantity import Quantity, add_resources, same_resources
@@ -26,17 +26,17 @@ DEFAULT_QUEUE = "default"
 _GATING_PHASES = ("", "Pending")
 
 
-def scheduler_name(ctx: Reconcile) -> str:
+def scheduler_name(ctx: JobReconcile) -> str:
     return VOLCANO_SCHEDULER if ctx.config.uses_volcano else ctx.config.gang_scheduler_name
 
 
-def pod_group_type(ctx: Reconcile) -> tuple[str, str]:
+def pod_group_type(ctx: JobReconcile) -> tuple[str, str]:
     api_version, kind, _ = VOLCANO_PODGROUP if ctx.config.uses_volcano else SCHEDULER_PLUGINS_PODGROUP
     return api_version, kind
 
 
 def decorate_pod_template(
-    ctx: Reconcile, spec: JsonDict, labels: dict[str, Any], annotations: dict[str, Any], rtype: str
+    ctx: JobReconcile, spec: JsonDict, labels: dict[str, Any], annotations: dict[str, Any], rtype: str
 ) -> None:
     """Point a pod at the gang scheduler and its PodGroup (a template's own scheduler is kept)."""
     if not ctx.config.gang_scheduling:
@@ -50,7 +50,7 @@ def decorate_pod_template(
         labels[PLUGINS_POD_GROUP_LABEL] = ctx.name
 
 
-def custom_scheduler_set(ctx: Reconcile) -> bool:
+def custom_scheduler_set(ctx: JobReconcile) -> bool:
     """Whether a replica template names another scheduler (warned about, never overwritten)."""
     wanted = scheduler_name(ctx)
     for spec in ctx.job.replica_specs.values():
@@ -67,7 +67,7 @@ def _template_spec(spec: ReplicaSpec | None) -> JsonDict:
     return pod_spec if isinstance(pod_spec, dict) else {}
 
 
-def observed_pod_group(ctx: Reconcile) -> JsonDict | None:
+def observed_pod_group(ctx: JobReconcile) -> JsonDict | None:
     api_version, kind = pod_group_type(ctx)
     for obj in ctx.observed.of(api_version, kind):
         if name_of(obj) == ctx.name:
@@ -75,14 +75,14 @@ def observed_pod_group(ctx: Reconcile) -> JsonDict | None:
     return None
 
 
-def min_member(ctx: Reconcile) -> int:
+def min_member(ctx: JobReconcile) -> int:
     policy = ctx.job.run_policy.scheduling_policy
     if policy is not None and policy.min_available is not None:
         return policy.min_available
     return sum(spec.replicas or 0 for spec in ctx.job.replica_specs.values() if spec is not None)
 
 
-def min_resources(ctx: Reconcile, members: int) -> dict[str, str]:
+def min_resources(ctx: JobReconcile, members: int) -> dict[str, str]:
     """schedulingPolicy.minResources, else the requests of the first `members` pods.
 
     Upstream orders replica types by their PriorityClass value, but its PriorityClass lister is
@@ -111,7 +111,7 @@ def min_resources(ctx: Reconcile, members: int) -> dict[str, str]:
     return {name: str(total[name]) for name in sorted(total)}
 
 
-def desired_spec(ctx: Reconcile, existing: JsonDict | None) -> JsonDict:
+def desired_spec(ctx: JobReconcile, existing: JsonDict | None) -> JsonDict:
     members = min_member(ctx)
     policy = ctx.job.run_policy.scheduling_policy
     spec: JsonDict = {}
@@ -136,13 +136,13 @@ def _spec(obj: JsonDict | None) -> JsonDict:
     return value if isinstance(value, dict) else {}
 
 
-def _managed_keys(ctx: Reconcile) -> tuple[str, ...]:
+def _managed_keys(ctx: JobReconcile) -> tuple[str, ...]:
     if ctx.config.uses_volcano:
         return ("minMember", "queue", "priorityClassName", "minResources")
     return ("minMember", "minResources", "scheduleTimeoutSeconds")
 
 
-def _spec_patch(ctx: Reconcile, current: JsonDict, desired: JsonDict) -> JsonDict:
+def _spec_patch(ctx: JobReconcile, current: JsonDict, desired: JsonDict) -> JsonDict:
     """The merge patch that brings the managed fields of `current` to `desired` ({} if equal)."""
     patch: JsonDict = {}
     for key in _managed_keys(ctx):
@@ -155,7 +155,7 @@ def _spec_patch(ctx: Reconcile, current: JsonDict, desired: JsonDict) -> JsonDic
     return patch
 
 
-def sync_pod_group(ctx: Reconcile) -> bool:
+def sync_pod_group(ctx: JobReconcile) -> bool:
     """Create or update the PodGroup; returns True while pods must wait for it (Volcano only:
     until the scheduler moved the group past Pending)."""
     existing = observed_pod_group(ctx)
@@ -181,7 +181,7 @@ def sync_pod_group(ctx: Reconcile) -> bool:
     return (group_phase or "") in _GATING_PHASES
 
 
-def delete_pod_group(ctx: Reconcile) -> None:
+def delete_pod_group(ctx: JobReconcile) -> None:
     """Delete the job's PodGroup if gang scheduling is on and one exists."""
     if not ctx.config.gang_scheduling:
         return

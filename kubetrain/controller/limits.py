@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.ledger import RestartLedger
 from kubetrain.controller.names import is_terminating
 from kubetrain.controller.pods import phase
@@ -28,13 +28,13 @@ def deadline_message(name: str) -> str:
     return f"Job {name} has failed because it was active longer than specified deadline"
 
 
-def restarts_consumed(ctx: Reconcile, views: list[ReplicaView], ledger: RestartLedger) -> int:
+def restarts_consumed(ctx: JobReconcile, views: list[ReplicaView], ledger: RestartLedger) -> int:
     """Restarts so far, counting the recreations this pass is about to do."""
     return ledger.restarts + ledger.live_restarts(ctx.pods) + len(restart_candidates(ctx, views, ledger))
 
 
 def exceeds_backoff_limit(
-    ctx: Reconcile, views: list[ReplicaView], ledger: RestartLedger, prev_failed: int
+    ctx: JobReconcile, views: list[ReplicaView], ledger: RestartLedger, prev_failed: int
 ) -> bool:
     limit = ctx.job.run_policy.backoff_limit
     if limit is None:
@@ -50,7 +50,7 @@ def exceeds_backoff_limit(
     return restarts > 0 and restarts >= limit
 
 
-def seconds_left(ctx: Reconcile) -> float | None:
+def seconds_left(ctx: JobReconcile) -> float | None:
     """Seconds until activeDeadlineSeconds passes; None when no deadline applies yet."""
     deadline = ctx.job.run_policy.active_deadline_seconds
     start = parse_time(ctx.status.start_time)
@@ -60,7 +60,7 @@ def seconds_left(ctx: Reconcile) -> float | None:
 
 
 def exceeded_limit(
-    ctx: Reconcile, views: list[ReplicaView], ledger: RestartLedger, prev_failed: int
+    ctx: JobReconcile, views: list[ReplicaView], ledger: RestartLedger, prev_failed: int
 ) -> str | None:
     """The Failed message if a limit is hit (backoff checked first, as upstream), else None."""
     if exceeds_backoff_limit(ctx, views, ledger, prev_failed):
@@ -71,7 +71,7 @@ def exceeded_limit(
     return None
 
 
-def requeue_for_deadline(ctx: Reconcile) -> None:
+def requeue_for_deadline(ctx: JobReconcile) -> None:
     left = seconds_left(ctx)
     if left is not None and left > 0:
         ctx.requeue(left)

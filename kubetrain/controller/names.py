@@ -6,7 +6,7 @@ landed answers AlreadyExists instead of producing a duplicate.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from kubetrain.api.kinds import (
     API_VERSION,
@@ -20,6 +20,20 @@ from kubetrain.api.types import TrainingJob
 from kubetrain.controller.plan import ObjectRef
 
 JsonDict = dict[str, Any]
+
+
+class NamedJob(Protocol):
+    """What every job envelope (TrainingJob, ChainerJob, Caffe2Job) answers."""
+
+    metadata: JsonDict
+    status: Any
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
 
 
 def replica_name(job_name: str, rtype: str, index: int) -> str:
@@ -52,7 +66,7 @@ def owner_reference(info: KindInfo, job: TrainingJob) -> JsonDict:
     }
 
 
-def job_ref(info: KindInfo, job: TrainingJob) -> ObjectRef:
+def job_ref(info: KindInfo, job: NamedJob) -> ObjectRef:
     return ObjectRef(info.api_version, info.kind, job.namespace, job.name, job.uid or None)
 
 

@@ -22,7 +22,7 @@ from kubetrain.api.kinds import (
 )
 from kubetrain.api.types import ReplicaSpec
 from kubetrain.controller import gang
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.names import JsonDict, job_labels, replica_labels, replica_name
 
 EXIT_CODE_UNKNOWN = 0xBEEF
@@ -54,7 +54,7 @@ def _copy_container(container: Any) -> Any:
 class PodFactory:
     """Builds the pods of one replica type from a single copy of its template."""
 
-    def __init__(self, ctx: Reconcile, rtype: str, spec: ReplicaSpec) -> None:
+    def __init__(self, ctx: JobReconcile, rtype: str, spec: ReplicaSpec) -> None:
         self.ctx = ctx
         self.rtype = rtype
         template = _dict(spec.template)
@@ -82,7 +82,7 @@ class PodFactory:
                 spec[key] = [_copy_container(c) for c in items]
         labels = dict(self.labels)
         labels[LABEL_REPLICA_INDEX] = str(index)
-        if ctx.framework.is_master_role(ctx.job, self.rtype, index):
+        if ctx.plugin.is_master_role(ctx.job, self.rtype, index):
             labels[LABEL_JOB_ROLE] = JOB_ROLE_MASTER
         metadata: JsonDict = {
             "name": replica_name(ctx.name, self.rtype, index),
@@ -95,11 +95,11 @@ class PodFactory:
             metadata["finalizers"] = list(self.finalizers)
         metadata["ownerReferences"] = [ctx.owner()]
         pod: JsonDict = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
-        ctx.framework.set_cluster_spec(ctx.job, pod, self.rtype, index, ctx.settings)
+        ctx.plugin.set_cluster_spec(ctx.job, pod, self.rtype, index, ctx.settings)
         return pod
 
 
-def service_ports(ctx: Reconcile, spec: ReplicaSpec) -> list[JsonDict] | None:
+def service_ports(ctx: JobReconcile, spec: ReplicaSpec) -> list[JsonDict] | None:
     """One ServicePort per port of the default container; None when no container has that name."""
     pod_spec = _dict(_dict(spec.template).get("spec"))
     containers = pod_spec.get("containers")
@@ -119,7 +119,7 @@ def service_ports(ctx: Reconcile, spec: ReplicaSpec) -> list[JsonDict] | None:
     return None
 
 
-def build_service(ctx: Reconcile, rtype: str, index: int, ports: list[JsonDict]) -> JsonDict:
+def build_service(ctx: JobReconcile, rtype: str, index: int, ports: list[JsonDict]) -> JsonDict:
     """The headless Service selecting exactly the pod of (rtype, index)."""
     labels = replica_labels(ctx.info, ctx.job, rtype, index)
     return {

@@ -23,7 +23,7 @@ from kubetrain.api.kinds import (
 )
 from kubetrain.api.types import ReplicaSpec, ReplicaStatus
 from kubetrain.controller import events
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.ledger import RestartLedger
 from kubetrain.controller.names import (
     JsonDict,
@@ -77,7 +77,7 @@ def _slot(objs: Sequence[JsonDict], by_type: dict[str, dict[int, list[JsonDict]]
         by_type.setdefault(rtype, {}).setdefault(int(index), []).append(obj)
 
 
-def replica_views(ctx: Reconcile) -> list[ReplicaView]:
+def replica_views(ctx: JobReconcile) -> list[ReplicaView]:
     """One view per replica spec, in the spec's order."""
     pods: dict[str, dict[int, list[JsonDict]]] = {}
     services: dict[str, dict[int, list[JsonDict]]] = {}
@@ -103,12 +103,12 @@ def is_retryable(restart_policy: str | None, exit_code: int) -> bool:
     return restart_policy == RESTART_EXIT_CODE and exit_code >= RETRYABLE_EXIT_CODE
 
 
-def exit_code(ctx: Reconcile, pod: JsonDict) -> int:
+def exit_code(ctx: JobReconcile, pod: JsonDict) -> int:
     code = terminated_exit_code(pod, ctx.info.default_container)
     return EXIT_CODE_UNKNOWN if code is None else code
 
 
-def restart_candidates(ctx: Reconcile, views: list[ReplicaView], ledger: RestartLedger) -> list[JsonDict]:
+def restart_candidates(ctx: JobReconcile, views: list[ReplicaView], ledger: RestartLedger) -> list[JsonDict]:
     """Failed pods this pass would recreate (not yet being deleted, not yet counted)."""
     found = []
     for view in views:
@@ -121,7 +121,7 @@ def restart_candidates(ctx: Reconcile, views: list[ReplicaView], ledger: Restart
     return found
 
 
-def recount(ctx: Reconcile, view: ReplicaView) -> None:
+def recount(ctx: JobReconcile, view: ReplicaView) -> None:
     """Reset and recount the type's replicaStatus from its pods (every pass, like upstream)."""
     status = ReplicaStatus()
     for index in range(view.replicas):
@@ -141,7 +141,7 @@ def recount(ctx: Reconcile, view: ReplicaView) -> None:
     ctx.status.replica_statuses[view.rtype] = status
 
 
-def reconcile_pods(ctx: Reconcile, view: ReplicaView, ledger: RestartLedger) -> None:
+def reconcile_pods(ctx: JobReconcile, view: ReplicaView, ledger: RestartLedger) -> None:
     """Create missing pods, delete out-of-range ones, handle Failed pods, recount."""
     factory: PodFactory | None = None
     for index in range(view.replicas):
@@ -178,7 +178,7 @@ def reconcile_pods(ctx: Reconcile, view: ReplicaView, ledger: RestartLedger) -> 
     recount(ctx, view)
 
 
-def _check_pod(ctx: Reconcile, view: ReplicaView, pod: JsonDict, ledger: RestartLedger) -> None:
+def _check_pod(ctx: JobReconcile, view: ReplicaView, pod: JsonDict, ledger: RestartLedger) -> None:
     code = terminated_exit_code(pod, ctx.info.default_container)
     if code is not None:
         ctx.event(
@@ -202,7 +202,7 @@ def _check_pod(ctx: Reconcile, view: ReplicaView, pod: JsonDict, ledger: Restart
         ctx.fail(message)
 
 
-def reconcile_services(ctx: Reconcile, view: ReplicaView) -> None:
+def reconcile_services(ctx: JobReconcile, view: ReplicaView) -> None:
     """One headless Service per index below `replicas`; the others are deleted."""
     ports: list[JsonDict] | None = None
     missing = [index for index in range(view.replicas) if not view.services.get(index)]
@@ -228,7 +228,7 @@ def reconcile_services(ctx: Reconcile, view: ReplicaView) -> None:
             ctx.delete(svc, events.SUCCESSFUL_DELETE_SERVICE, events.deleted_service(name_of(svc)))
 
 
-def commit_restarts(ctx: Reconcile, ledger: RestartLedger) -> None:
+def commit_restarts(ctx: JobReconcile, ledger: RestartLedger) -> None:
     """Delete the staged Failed pods so they are recreated, and count each restart once."""
     for pod in ctx.staged.restarts:
         if ctx.delete(pod, None, None):

@@ -9,14 +9,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 from kubetrain.controller import events
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.plan import DeleteObject
 from kubetrain.kube.timefmt import parse_time, seconds_between
 
 METRIC_DELETED = "training_operator_jobs_deleted_total"
 
 
-def apply_ttl(ctx: Reconcile) -> None:
+def apply_ttl(ctx: JobReconcile) -> None:
     """For a finished job: delete it when its TTL expired, else requeue at the expiry."""
     ttl = ctx.job.run_policy.ttl_seconds_after_finished
     if ttl is None:

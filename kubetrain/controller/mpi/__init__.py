@@ -13,12 +13,13 @@ from typing import Any
 from kubetrain.api.conversion_mpi import API_VERSION_ANNOTATION, annotated_version
 from kubetrain.api.kinds import LABEL_OPERATOR_NAME
 from kubetrain.api.kinds_mpi import parse_extra_job
-from kubetrain.api.types import TrainingJob
+from kubetrain.api.types import JobStatus, TrainingJob
 from kubetrain.api.validation import aggregate
 from kubetrain.controller.config import ChildType, ControllerConfig
+from kubetrain.controller.job import JobKind, run_job
 from kubetrain.controller.mpi.ssh import KeyGen, generate_key_pair
-from kubetrain.controller.mpi.v1 import plan_v1
-from kubetrain.controller.mpi.v2beta1 import plan_v2
+from kubetrain.controller.mpi.v1 import KIND as V1_KIND
+from kubetrain.controller.mpi.v2beta1 import MPIV2Kind
 from kubetrain.controller.plan import Event, ObjectRef, Observed, PatchObject, Plan
 
 __all__ = ["CHILD_TYPES", "plan"]
@@ -34,33 +35,21 @@ def plan(
 ) -> Plan:
     """The plan for one MPIJob of either version (same contract as `reconciler.plan`); the v1
     launcher's kubectl image is the configured `mpi_kubectl_delivery_image`."""
-    parsed, info, errors = parse_extra_job(job)
+    decoded = parse_extra_job(job)
+    parsed, info, errors = decoded
     if parsed is None or info is None or not isinstance(parsed, TrainingJob) or not parsed.name:
         return Plan()
     if errors or not isinstance(job.get("spec"), dict):
         # Not even the shape of an MPIJob (the CRD schema rules this out): a Warning, as upstream.
         reason = "ValidationError" if info.version == "v2beta1" else "MPIJobFailedValidation"
         return Plan(events=[Event("Warning", reason, aggregate(errors) or "MPIJobSpec is not valid")])
-    if info.version == "v1":
-        out = plan_v1(parsed, observed, now, config, config.mpi_kubectl_delivery_image)
-    else:
-        out = plan_v2(parsed, observed, now, config, keygen)
-    if _ours(parsed, info.version) and annotated_version(job) is None:
+    kind: JobKind[TrainingJob, JobStatus] = V1_KIND if info.version == "v1" else MPIV2Kind(keygen)
+    out = run_job(kind, job, decoded, observed, now, config)
+    if kind.ours(parsed) and annotated_version(job) is None:
         ref = ObjectRef(parsed.api_version, "MPIJob", parsed.namespace, parsed.name, parsed.uid or None)
         patch = {"metadata": {"annotations": {API_VERSION_ANNOTATION: info.version}}}
         out.actions.insert(0, PatchObject(ref, patch))
-    out.requeue_now = out.status is not None  # one step per pass, as mpi-operator's syncHandler
     return out
-
-
-def _ours(job: TrainingJob, version: str) -> bool:
-    """Whether this operator reconciles the job (not being deleted, not managed elsewhere)."""
-    if job.metadata.get("deletionTimestamp"):
-        return False
-    manager = job.run_policy.managed_by
-    if version == "v1":
-        return manager is None or manager == "kubeflow.org/training-operator"
-    return manager is None or manager == "kubeflow.org/mpi-operator"
 
 
 CHILD_TYPES: tuple[ChildType, ...] = (

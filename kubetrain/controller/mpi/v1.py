@@ -1,8 +1,9 @@
 """The MPIJob v1 planner: training-operator's common ReconcileJobs around the MPI pod pass.
 
-The job-level policies are the generic path's own modules, run on a `Reconcile` (suspend and
-resume, cleanPodPolicy, TTL, activeDeadlineSeconds, PodGroups), so v1 MPIJobs behave like the
-other v1 kinds there. The MPI pass (spec §4.7) then keeps the launcher's ConfigMap and RBAC, the
+The shared steps (managedBy, deletion, validation -> Failed, Created, status diff) are
+`run_job`'s, and the job-level policies are the generic path's own modules (suspend and resume,
+cleanPodPolicy and the finish, TTL, activeDeadlineSeconds, PodGroups), so v1 MPIJobs behave like
+the other v1 kinds there. The MPI pass (spec §4.7) then keeps the launcher's ConfigMap and RBAC, the
 workers and the launcher pod, and the status follows training-operator's MPI rules with the
 double-prefixed failure reason fixed (`MPIJobFailed`, not `MPIJobMPIJobFailed`, §13.9) and without
 the "... is exist" events it emits on every pass.
@@ -11,40 +12,33 @@ the "... is exist" events it emits on every pass.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
 
-from kubetrain.api.codec import encode
-from kubetrain.api.conditions import TRUE, get_condition, has_condition, is_finished
+from kubetrain.api.conditions import TRUE, has_condition, is_finished
 from kubetrain.api.defaults_mpi import default_v1
+from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import (
-    COND_CREATED,
     COND_FAILED,
     COND_RESTARTING,
     COND_RUNNING,
     COND_SUCCEEDED,
     COND_SUSPENDED,
-    KUBEFLOW_JOBS_CONTROLLER,
     RESTART_ALWAYS,
     RESTART_EXIT_CODE,
     RESTART_ON_FAILURE,
     KindInfo,
 )
-from kubetrain.api.kinds_mpi import MPIJOB_V1, v1_spec
-from kubetrain.api.types import JobStatus, ReplicaStatus, TrainingJob
+from kubetrain.api.kinds_mpi import v1_spec
+from kubetrain.api.types import ReplicaStatus, TrainingJob
 from kubetrain.api.types_mpi import LAUNCHER, WORKER
 from kubetrain.api.validation_mpi import validate_v1
-from kubetrain.controller import cleanup, events, gang, limits, ttl
-from kubetrain.controller.adoption import owned_pods
-from kubetrain.controller.config import ControllerConfig
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller import cleanup, events, gang, limits
+from kubetrain.controller.context import JobReconcile
+from kubetrain.controller.job import TrainingOperatorKind
 from kubetrain.controller.mpi import v1_objects as objects
-from kubetrain.controller.mpi.common import POD, Sync, data_differ, exit_detail, rules_differ
 from kubetrain.controller.names import JsonDict, name_of, replica_type
-from kubetrain.controller.plan import CreateObject, Observed, Plan
+from kubetrain.controller.owned import POD, OwnedObjects, data_differ, exit_detail, rules_differ
+from kubetrain.controller.plan import CreateObject
 from kubetrain.controller.pods import phase, restart_count
-from kubetrain.controller.status import changed_status, move_active_to_succeeded
-from kubetrain.frameworks.base import FrameworkSettings, StatusContext
-from kubetrain.kube.timefmt import format_time
 
 METRIC_CREATED = "training_operator_jobs_created_total"
 METRIC_SUCCESSFUL = "training_operator_jobs_successful_total"
@@ -53,88 +47,28 @@ SET_RESTART_POLICY = "SettedPodTemplateRestartPolicy"
 SET_SCHEDULER_NAME = "SettedPodTemplateSchedulerName"
 
 
-class MPIV1Framework:
-    """The generic helpers read a framework from the context; MPI's pass is its own, so every
-    hook is inert here."""
+class MPIV1Kind(TrainingOperatorKind):
+    """training-operator's MPIJob: the shared steps of `run_job`, then the MPI pass."""
 
-    info: ClassVar[KindInfo] = MPIJOB_V1
-    sets_replica_selector: ClassVar[bool] = False
+    one_step_per_pass = True
 
-    def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
-        return rtype == LAUNCHER
+    def prepare(
+        self, job: TrainingJob, info: KindInfo, errors: ErrorList, now: datetime
+    ) -> tuple[TrainingJob, str]:
+        problem = validate_v1(job)
+        return (job if problem else default_v1(job)), problem or ""
 
-    def set_cluster_spec(
-        self, job: TrainingJob, pod: JsonDict, rtype: str, index: int, settings: FrameworkSettings
-    ) -> None:
-        return None
+    def exists_message(self, name: str, kind: str) -> str:
+        return f'Resource "{name}" of MPIJobKind "{kind}" already exists and is not managed by MPIJob'
 
-    def update_status(self, ctx: StatusContext) -> None:
-        return None
-
-    def desired_children(self, job: TrainingJob, settings: FrameworkSettings) -> list[JsonDict]:
-        return []
+    def reconcile(self, ctx: JobReconcile) -> None:
+        _reconcile(ctx, ctx.config.mpi_kubectl_delivery_image)
 
 
-FRAMEWORK = MPIV1Framework()
+KIND = MPIV1Kind()
 
 
-def exists_message(name: str, kind: str) -> str:
-    return f'Resource "{name}" of MPIJobKind "{kind}" already exists and is not managed by MPIJob'
-
-
-def plan_v1(
-    job: TrainingJob, observed: Observed, now: datetime, config: ControllerConfig, delivery_image: str
-) -> Plan:
-    manager = job.run_policy.managed_by
-    if manager is not None and manager != KUBEFLOW_JOBS_CONTROLLER:
-        return Plan()
-    if job.metadata.get("deletionTimestamp"):
-        return Plan()
-    status = job.status if job.status is not None else JobStatus()
-    before = encode(status)
-    problem = validate_v1(job)
-    defaulted = job if problem else default_v1(job)
-    pods, foreign = owned_pods(defaulted, observed.pods)
-    ctx = Reconcile(
-        job=defaulted,
-        info=MPIJOB_V1,
-        framework=FRAMEWORK,
-        config=config,
-        now=now,
-        stamp=format_time(now),
-        status=status,
-        pods=pods,
-        services=[],
-        observed=observed,
-        foreign_pod_names=foreign,
-    )
-    if get_condition(status, COND_CREATED) is None and ctx.condition(
-        COND_CREATED, TRUE, "MPIJobCreated", f"MPIJob {ctx.name} is created."
-    ):
-        ctx.metric(METRIC_CREATED)
-    if problem:
-        if ctx.fail(problem, suffix="FailedValidation"):
-            ctx.event("Warning", "MPIJobFailedValidation", problem)
-        if is_finished(status):
-            ttl.apply_ttl(ctx)
-    else:
-        _reconcile(ctx, delivery_image)
-    ctx.plan.status = changed_status(before, status)
-    return ctx.plan
-
-
-def _finish(ctx: Reconcile) -> None:
-    """cleanPodPolicy (the launcher finished, so Running deletes the workers), PodGroup, TTL."""
-    cleanup.delete_pods_and_services(ctx, ctx.job.run_policy.clean_pod_policy)
-    gang.delete_pod_group(ctx)
-    if has_condition(ctx.status, COND_SUCCEEDED):
-        move_active_to_succeeded(ctx.status)
-    if ctx.status.completion_time is None:
-        ctx.status.completion_time = ctx.stamp
-    ttl.apply_ttl(ctx)
-
-
-def _backoff_exceeded(ctx: Reconcile) -> bool:
+def _backoff_exceeded(ctx: JobReconcile) -> bool:
     """Upstream's PastBackoffLimit: restarts of running pods whose restartPolicy restarts them."""
     limit = ctx.job.run_policy.backoff_limit
     if limit is None:
@@ -150,10 +84,10 @@ def _backoff_exceeded(ctx: Reconcile) -> bool:
     return restarts > 0 and restarts >= limit
 
 
-def _reconcile(ctx: Reconcile, delivery_image: str) -> None:
+def _reconcile(ctx: JobReconcile, delivery_image: str) -> None:
     status = ctx.status
     if is_finished(status):
-        _finish(ctx)
+        cleanup.finish(ctx)
         return
     if ctx.job.run_policy.suspend:
         cleanup.suspend(ctx)
@@ -170,7 +104,7 @@ def _reconcile(ctx: Reconcile, delivery_image: str) -> None:
     if failure is not None:
         if ctx.fail(failure):
             ctx.event("Normal", "MPIJobFailed", failure)
-        _finish(ctx)
+        cleanup.finish(ctx)
         return
     if ctx.config.gang_scheduling and gang.sync_pod_group(ctx):
         if status.last_reconcile_time is None:
@@ -184,7 +118,7 @@ def _reconcile(ctx: Reconcile, delivery_image: str) -> None:
     _update_status(ctx, launcher, workers)
     if is_finished(status):
         ctx.plan.actions[:] = [a for a in ctx.plan.actions if not _is_pod_create(a)]
-        _finish(ctx)
+        cleanup.finish(ctx)
         return
     limits.requeue_for_deadline(ctx)
 
@@ -193,10 +127,10 @@ def _is_pod_create(action: object) -> bool:
     return isinstance(action, CreateObject) and action.obj.get("kind") == "Pod"
 
 
-def _mpi_pass(ctx: Reconcile, delivery_image: str) -> tuple[JsonDict | bool | None, list[JsonDict | None]]:
+def _mpi_pass(ctx: JobReconcile, delivery_image: str) -> tuple[JsonDict | bool | None, list[JsonDict | None]]:
     """training-operator's MPI ReconcilePods. Returns (launcher pod or None, worker pods), or
     (False, []) when a same-named object that is not ours blocks the job."""
-    sync = Sync(ctx.observed, ctx.job.uid, ctx.namespace, ctx.owner(), exists_message, plan=ctx.plan)
+    sync = ctx.owned
     spec = v1_spec(ctx.job)
     launcher_name = objects.launcher_name(ctx)
     launcher = sync.get(POD, launcher_name)
@@ -228,12 +162,12 @@ def _mpi_pass(ctx: Reconcile, delivery_image: str) -> tuple[JsonDict | bool | No
     return launcher, workers
 
 
-def _worker_pods(ctx: Reconcile) -> list[JsonDict]:
+def _worker_pods(ctx: JobReconcile) -> list[JsonDict]:
     prefix = f"{ctx.name}-worker-"
     return [p for p in ctx.pods if name_of(p).startswith(prefix) and name_of(p)[len(prefix) :].isdigit()]
 
 
-def _reconcile_workers(ctx: Reconcile, sync: Sync) -> list[JsonDict | None]:
+def _reconcile_workers(ctx: JobReconcile, sync: OwnedObjects) -> list[JsonDict | None]:
     prefix = f"{ctx.name}-worker-"
     count = objects.worker_count(ctx)
     for pod in _worker_pods(ctx):
@@ -252,7 +186,9 @@ def _reconcile_workers(ctx: Reconcile, sync: Sync) -> list[JsonDict | None]:
     return found
 
 
-def _update_status(ctx: Reconcile, launcher: JsonDict | bool | None, workers: list[JsonDict | None]) -> None:
+def _update_status(
+    ctx: JobReconcile, launcher: JsonDict | bool | None, workers: list[JsonDict | None]
+) -> None:
     """Replica statuses from the launcher pod and the workers, then the MPIJob rules of
     training-operator's UpdateJobStatus (Launcher decides success; any failure fails the job)."""
     status = ctx.status

@@ -14,10 +14,10 @@ from kubetrain.api.codec import json_clone
 from kubetrain.api.kinds import JOB_ROLE_MASTER, LABEL_JOB_ROLE, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.api.types_mpi import LAUNCHER, WORKER
 from kubetrain.controller import gang
-from kubetrain.controller.context import Reconcile
+from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.mpi import hostfile
-from kubetrain.controller.mpi.common import LABEL_APP, as_dict
 from kubetrain.controller.names import JsonDict, job_labels
+from kubetrain.controller.owned import LABEL_APP, as_dict
 from kubetrain.controller.pods import pod_restart_policy
 
 CONFIG_SUFFIX = "-config"
@@ -39,7 +39,7 @@ def _dict(value: Any) -> JsonDict:
     return value if isinstance(value, dict) else {}
 
 
-def _template(ctx: Reconcile, rtype: str) -> tuple[dict[str, Any], dict[str, Any], JsonDict]:
+def _template(ctx: JobReconcile, rtype: str) -> tuple[dict[str, Any], dict[str, Any], JsonDict]:
     spec = ctx.job.replica_specs.get(rtype)
     template = json_clone(_dict(spec.template if spec is not None else None))
     tmeta = _dict(template.get("metadata"))
@@ -55,7 +55,7 @@ def _containers(pod_spec: JsonDict) -> list[JsonDict]:
     return [c for c in items if isinstance(c, dict)] if isinstance(items, list) else []
 
 
-def is_gpu_launcher(ctx: Reconcile) -> bool:
+def is_gpu_launcher(ctx: JobReconcile) -> bool:
     """A launcher asking for any GPU-like resource runs ranks itself (it is in the hostfile)."""
     _, _, pod_spec = _template(ctx, LAUNCHER)
     for container in _containers(pod_spec):
@@ -65,16 +65,16 @@ def is_gpu_launcher(ctx: Reconcile) -> bool:
     return False
 
 
-def worker_count(ctx: Reconcile) -> int:
+def worker_count(ctx: JobReconcile) -> int:
     spec = ctx.job.replica_specs.get(WORKER)
     return max(spec.replicas or 0, 0) if spec is not None else 0
 
 
-def launcher_name(ctx: Reconcile) -> str:
+def launcher_name(ctx: JobReconcile) -> str:
     return ctx.name + LAUNCHER_SUFFIX
 
 
-def _meta(ctx: Reconcile, name: str) -> JsonDict:
+def _meta(ctx: JobReconcile, name: str) -> JsonDict:
     return {
         "name": name,
         "namespace": ctx.namespace,
@@ -84,7 +84,7 @@ def _meta(ctx: Reconcile, name: str) -> JsonDict:
 
 
 def config_map(
-    ctx: Reconcile, slots: int, main_container: str | None, running: list[str], gpu: bool
+    ctx: JobReconcile, slots: int, main_container: str | None, running: list[str], gpu: bool
 ) -> JsonDict:
     workers = worker_count(ctx)
     return {
@@ -99,17 +99,17 @@ def config_map(
     }
 
 
-def service_account_name(ctx: Reconcile) -> str:
+def service_account_name(ctx: JobReconcile) -> str:
     """The launcher template's serviceAccountName when set (then the user provides it)."""
     _, _, pod_spec = _template(ctx, LAUNCHER)
     return str(pod_spec.get("serviceAccountName") or launcher_name(ctx))
 
 
-def service_account(ctx: Reconcile) -> JsonDict:
+def service_account(ctx: JobReconcile) -> JsonDict:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(ctx, launcher_name(ctx))}
 
 
-def role(ctx: Reconcile) -> JsonDict:
+def role(ctx: JobReconcile) -> JsonDict:
     workers = [f"{ctx.name}-worker-{i}" for i in range(worker_count(ctx))]
     exec_rule: JsonDict = {"verbs": ["create"], "apiGroups": [""], "resources": ["pods/exec"]}
     if workers:
@@ -122,7 +122,7 @@ def role(ctx: Reconcile) -> JsonDict:
     }
 
 
-def role_binding(ctx: Reconcile) -> JsonDict:
+def role_binding(ctx: JobReconcile) -> JsonDict:
     name = launcher_name(ctx)
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -148,7 +148,7 @@ def _append(obj: JsonDict, key: str, items: list[JsonDict]) -> None:
 
 
 def _pod(
-    ctx: Reconcile, name: str, labels: dict[str, Any], annotations: dict[str, Any], spec: JsonDict
+    ctx: JobReconcile, name: str, labels: dict[str, Any], annotations: dict[str, Any], spec: JsonDict
 ) -> JsonDict:
     metadata: JsonDict = {"name": name, "namespace": ctx.namespace, "labels": labels}
     if annotations:
@@ -157,7 +157,7 @@ def _pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def worker_pod(ctx: Reconcile, index: int) -> JsonDict:
+def worker_pod(ctx: JobReconcile, index: int) -> JsonDict:
     labels, annotations, pod_spec = _template(ctx, WORKER)
     labels.update(job_labels(ctx.info, ctx.job))
     labels[LABEL_REPLICA_TYPE] = "worker"
@@ -181,7 +181,7 @@ def _has_env(container: JsonDict, name: str) -> bool:
     return any(isinstance(e, dict) and e.get("name") == name for e in container.get("env") or ())
 
 
-def launcher_pod(ctx: Reconcile, delivery_image: str, gpu: bool) -> tuple[JsonDict, bool]:
+def launcher_pod(ctx: JobReconcile, delivery_image: str, gpu: bool) -> tuple[JsonDict, bool]:
     """The launcher pod, and whether its template set a restartPolicy (a warning is recorded)."""
     labels, annotations, pod_spec = _template(ctx, LAUNCHER)
     labels.update(job_labels(ctx.info, ctx.job))

@@ -19,9 +19,9 @@ from kubetrain.api.types_mpi import INTEL, LAUNCHER, MPICH, OPENMPI, ROOT_SSH_PA
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.gang import PLUGINS_POD_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_SCHEDULER
 from kubetrain.controller.mpi import hostfile
-from kubetrain.controller.mpi.common import LABEL_APP, Sync
 from kubetrain.controller.mpi.ssh import KeyPair
 from kubetrain.controller.names import JsonDict
+from kubetrain.controller.owned import LABEL_APP, OwnedObjects
 from kubetrain.controller.pods import pod_restart_policy
 
 CONFIG_SUFFIX = "-config"
@@ -93,7 +93,7 @@ def default_labels(job: str, role: str) -> dict[str, str]:
     return labels
 
 
-def service(sync: Sync, job: V2Job) -> JsonDict:
+def service(sync: OwnedObjects, job: V2Job) -> JsonDict:
     """The headless Service that gives every pod the DNS name `<pod>.<job>.<ns>.svc`."""
     return {
         "apiVersion": "v1",
@@ -118,7 +118,7 @@ def service_differ(current: JsonDict, desired: JsonDict) -> JsonDict | None:
     return {"spec": patch} if patch else None
 
 
-def config_map(sync: Sync, job: V2Job, running_workers: list[str]) -> JsonDict:
+def config_map(sync: OwnedObjects, job: V2Job, running_workers: list[str]) -> JsonDict:
     domain = job.config.cluster_domain
     data = {
         HOSTFILE: hostfile.v2_hostfile(
@@ -142,7 +142,7 @@ def config_map(sync: Sync, job: V2Job, running_workers: list[str]) -> JsonDict:
     }
 
 
-def ssh_secret(sync: Sync, job: V2Job, keys: KeyPair) -> JsonDict:
+def ssh_secret(sync: OwnedObjects, job: V2Job, keys: KeyPair) -> JsonDict:
     private, public = keys
     return {
         "apiVersion": "v1",
@@ -219,7 +219,7 @@ def _gang(pod_spec: JsonDict, labels: dict[str, Any], annotations: dict[str, Any
         labels[PLUGINS_POD_GROUP_LABEL] = job.name
 
 
-def worker_pod(sync: Sync, job: V2Job, index: int) -> JsonDict:
+def worker_pod(sync: OwnedObjects, job: V2Job, index: int) -> JsonDict:
     spec = job.replica(WORKER)
     labels, annotations, pod_spec = _template(spec)
     labels.update(default_labels(job.name, "worker"))
@@ -310,7 +310,7 @@ def launcher_template(job: V2Job) -> tuple[JsonDict, bool]:
     return {"metadata": tmeta, "spec": pod_spec}, warned
 
 
-def launcher_job(sync: Sync, job: V2Job, suspended: bool) -> tuple[JsonDict, bool]:
+def launcher_job(sync: OwnedObjects, job: V2Job, suspended: bool) -> tuple[JsonDict, bool]:
     """The batch/v1 Job running the launcher; TTL, deadline and backoff are delegated to it."""
     policy = job.spec.run_policy
     template, warned = launcher_template(job)

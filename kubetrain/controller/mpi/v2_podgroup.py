@@ -15,9 +15,9 @@ from typing import Any
 from kubetrain.api.types import ReplicaSpec
 from kubetrain.api.types_mpi import LAUNCHER, WORKER
 from kubetrain.controller.config import SCHEDULER_PLUGINS_PODGROUP, VOLCANO_PODGROUP
-from kubetrain.controller.mpi.common import Sync, as_dict
 from kubetrain.controller.mpi.v2_objects import V2Job
 from kubetrain.controller.names import JsonDict, is_terminating, name_of, object_ref
+from kubetrain.controller.owned import OwnedObjects, as_dict
 from kubetrain.controller.plan import CreateObject, DeleteObject, PatchObject
 from kubetrain.kube.quantity import Quantity, add_resources, parse_quantity, same_resources
 
@@ -51,7 +51,7 @@ def _pod_spec(spec: ReplicaSpec | None) -> JsonDict:
     return pod_spec if isinstance(pod_spec, dict) else {}
 
 
-def _priority(sync: Sync, spec: ReplicaSpec) -> int:
+def _priority(sync: OwnedObjects, spec: ReplicaSpec) -> int:
     """The PriorityClass value of the template (0 when unnamed or not observed)."""
     name = _pod_spec(spec).get("priorityClassName")
     if not name:
@@ -62,7 +62,7 @@ def _priority(sync: Sync, spec: ReplicaSpec) -> int:
     return 0
 
 
-def min_resources(sync: Sync, job: V2Job, members: int) -> dict[str, str] | None:
+def min_resources(sync: OwnedObjects, job: V2Job, members: int) -> dict[str, str] | None:
     policy = job.spec.run_policy.scheduling_policy if job.spec.run_policy else None
     if policy is not None and policy.min_resources is not None:
         return {str(k): str(v) for k, v in policy.min_resources.items()}
@@ -105,7 +105,7 @@ def _priority_class_name(job: V2Job) -> str | None:
     return None
 
 
-def desired_spec(sync: Sync, job: V2Job, annotations: dict[str, Any]) -> JsonDict:
+def desired_spec(sync: OwnedObjects, job: V2Job, annotations: dict[str, Any]) -> JsonDict:
     members = min_member(job)
     policy = job.spec.run_policy.scheduling_policy if job.spec.run_policy else None
     spec: JsonDict = {"minMember": members}
@@ -144,7 +144,7 @@ def _same(key: str, want: Any, have: Any) -> bool:
     return bool(want == have) or (not want and not have)
 
 
-def sync_pod_group(sync: Sync, job: V2Job, annotations: dict[str, Any]) -> None:
+def sync_pod_group(sync: OwnedObjects, job: V2Job, annotations: dict[str, Any]) -> None:
     """Create the PodGroup, or patch the fields mpi-operator owns when they differ."""
     kind = pod_group_kind(job)
     desired = desired_spec(sync, job, annotations)
@@ -161,7 +161,7 @@ def sync_pod_group(sync: Sync, job: V2Job, annotations: dict[str, Any]) -> None:
         sync.plan.actions.append(PatchObject(object_ref(current), {"spec": patch}))
 
 
-def delete_pod_group(sync: Sync, job: V2Job) -> None:
+def delete_pod_group(sync: OwnedObjects, job: V2Job) -> None:
     if not job.config.gang_scheduling:
         return
     current = sync.get(pod_group_kind(job), job.name)

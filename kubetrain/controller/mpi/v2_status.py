@@ -13,9 +13,9 @@ from kubetrain.api.conditions import FALSE, TRUE, get_condition, is_finished
 from kubetrain.api.kinds import COND_FAILED, COND_RUNNING, COND_SUCCEEDED, COND_SUSPENDED
 from kubetrain.api.types import JobCondition, JobStatus, ReplicaStatus
 from kubetrain.api.types_mpi import LAUNCHER, WORKER
-from kubetrain.controller.mpi.common import Sync, as_dict, exit_detail
 from kubetrain.controller.mpi.conditions import set_condition
 from kubetrain.controller.names import JsonDict, meta, name_of
+from kubetrain.controller.owned import OwnedObjects, as_dict, exit_detail, job_condition
 from kubetrain.controller.pods import phase
 
 METRIC_SUCCESSFUL = "mpi_operator_jobs_successful_total"
@@ -34,18 +34,6 @@ class StatusInputs:
     workers: list[JsonDict | None]
     """The pods of indices 0..replicas-1 this pass looked at (None: being created); [] when the
     pass did not look (suspended, launcher finished)."""
-
-
-def job_condition(job: JsonDict, cond_type: str) -> JsonDict | None:
-    status = as_dict(job.get("status"))
-    for cond in status.get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == cond_type and cond.get("status") == TRUE:
-            return cond
-    return None
-
-
-def job_finished(job: JsonDict) -> bool:
-    return job_condition(job, "Complete") is not None or job_condition(job, "Failed") is not None
 
 
 def _failure(inputs: StatusInputs, cond: JsonDict) -> tuple[str, str]:
@@ -76,7 +64,7 @@ def _failure(inputs: StatusInputs, cond: JsonDict) -> tuple[str, str]:
     return reason, message
 
 
-def update_status(sync: Sync, status: JobStatus, inputs: StatusInputs, stamp: str) -> None:
+def update_status(sync: OwnedObjects, status: JobStatus, inputs: StatusInputs, stamp: str) -> None:
     key = f"{inputs.namespace}/{inputs.name}"
 
     def cond(cond_type: str, cond_status: str, reason: str, message: str) -> bool:

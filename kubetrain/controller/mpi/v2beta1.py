@@ -1,8 +1,8 @@
-"""The MPIJob v2beta1 planner: mpi-operator's `syncHandler` (spec §5.3) as a pure function.
+"""The MPIJob v2beta1 planner: mpi-operator's `syncHandler` (spec §5.3) on the `run_job` template.
 
-managedBy elsewhere, being deleted           -> nothing
-invalid                                      -> Warning ValidationError, nothing else
-Created condition                             (first sight)
+managedBy elsewhere, being deleted           -> nothing                         (run_job)
+invalid                                      -> Warning ValidationError, nothing else (run_job)
+Created condition                             (first sight, with an event)
 finished with completionTime                 -> clean workers per cleanPodPolicy, stop
 launcher Job absent or running               -> Service, ConfigMap, SSH Secret,
                                                 PodGroup + workers (unless suspended),
@@ -16,21 +16,21 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kubetrain.api.codec import encode
 from kubetrain.api.conditions import TRUE, is_finished
 from kubetrain.api.defaults_mpi import default_v2
-from kubetrain.api.kinds import CLEAN_POD_ALL, CLEAN_POD_RUNNING, COND_CREATED, LABEL_JOB_ROLE
-from kubetrain.api.kinds_mpi import MPI_OPERATOR_CONTROLLER, MPIJOB_V2BETA1, v2_spec
+from kubetrain.api.fielderrors import ErrorList
+from kubetrain.api.kinds import CLEAN_POD_ALL, CLEAN_POD_RUNNING, COND_CREATED, LABEL_JOB_ROLE, KindInfo
+from kubetrain.api.kinds_mpi import MPI_OPERATOR_CONTROLLER, v2_spec
 from kubetrain.api.types import JobStatus, ReplicaStatus, TrainingJob
 from kubetrain.api.types_mpi import LAUNCHER_WAIT_FOR_WORKERS_READY, WORKER
 from kubetrain.api.validation_mpi import validate_v2, validation_event_message
-from kubetrain.controller.config import ControllerConfig
+from kubetrain.controller.context import JobReconcile
+from kubetrain.controller.job import JobKind
 from kubetrain.controller.mpi import v2_objects as objects
 from kubetrain.controller.mpi import v2_podgroup as podgroup
-from kubetrain.controller.mpi.common import BATCH_JOB, POD, SECRET, Sync, as_dict, controller_ref, data_differ
 from kubetrain.controller.mpi.conditions import set_condition
 from kubetrain.controller.mpi.ssh import KeyGen
-from kubetrain.controller.mpi.v2_status import StatusInputs, job_finished, update_status
+from kubetrain.controller.mpi.v2_status import StatusInputs, update_status
 from kubetrain.controller.names import (
     JsonDict,
     controller_of,
@@ -39,50 +39,66 @@ from kubetrain.controller.names import (
     name_of,
     object_ref,
 )
-from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
+from kubetrain.controller.owned import (
+    BATCH_JOB,
+    POD,
+    SECRET,
+    OwnedObjects,
+    as_dict,
+    data_differ,
+    job_finished,
+)
+from kubetrain.controller.plan import CreateObject, DeleteObject, PatchObject
 from kubetrain.controller.pods import phase
-from kubetrain.controller.status import changed_status
 from kubetrain.kube.timefmt import format_time
 
 METRIC_CREATED = "mpi_operator_jobs_created_total"
 
 
-def exists_message(name: str, kind: str) -> str:
-    return f'Resource "{name}" already exists and is not managed by MPIJob'
+class MPIV2Kind(JobKind[TrainingJob, JobStatus]):
+    """mpi-operator's MPIJob: `run_job`'s shared steps (an invalid job only warns), then `_run`."""
 
+    controller = MPI_OPERATOR_CONTROLLER
+    one_step_per_pass = True
 
-def plan_v2(
-    job: TrainingJob, observed: Observed, now: datetime, config: ControllerConfig, keygen: KeyGen
-) -> Plan:
-    spec = v2_spec(job)
-    manager = spec.run_policy.managed_by if spec.run_policy is not None else None
-    if manager is not None and manager != MPI_OPERATOR_CONTROLLER:
-        return Plan()  # e.g. MultiKueue: not even a condition
-    if job.metadata.get("deletionTimestamp"):
-        return Plan()
-    owner = controller_ref(MPIJOB_V2BETA1.api_version, "MPIJob", job.name, job.uid)
-    sync = Sync(observed, job.uid, job.namespace, owner, exists_message)
-    defaulted = default_v2(job)
-    errors = validate_v2(defaulted)
-    if errors:
-        sync.event("Warning", "ValidationError", validation_event_message(errors))
-        return sync.plan
-    status = job.status if job.status is not None else JobStatus()
-    before = encode(status)
-    _run(sync, objects.V2Job(job.name, job.namespace, v2_spec(defaulted), config), status, job, now, keygen)
-    sync.plan.status = changed_status(before, status)
-    return sync.plan
+    def __init__(self, keygen: KeyGen) -> None:
+        self.keygen = keygen
+
+    def managed_by(self, job: TrainingJob) -> str | None:
+        policy = v2_spec(job).run_policy
+        return policy.managed_by if policy is not None else None
+
+    def initial_status(self) -> JobStatus:
+        return JobStatus()
+
+    def prepare(
+        self, job: TrainingJob, info: KindInfo, errors: ErrorList, now: datetime
+    ) -> tuple[TrainingJob, str]:
+        defaulted = default_v2(job)
+        problems = validate_v2(defaulted)
+        return defaulted, validation_event_message(problems) if problems else ""
+
+    def exists_message(self, name: str, kind: str) -> str:
+        return f'Resource "{name}" already exists and is not managed by MPIJob'
+
+    def created(self, ctx: JobReconcile) -> None:
+        """mpi-operator's Created: on a job without conditions, with an event, counted once."""
+        if ctx.status.conditions:
+            return
+        message = f"MPIJob {ctx.namespace}/{ctx.name} is created."
+        set_condition(ctx.status, COND_CREATED, TRUE, "MPIJobCreated", message, ctx.stamp)
+        ctx.event("Normal", "MPIJobCreated", message)
+        ctx.metric(METRIC_CREATED, {})
+
+    def reconcile(self, ctx: JobReconcile) -> None:
+        job = objects.V2Job(ctx.name, ctx.namespace, v2_spec(ctx.job), ctx.config)
+        _run(ctx.owned, job, ctx.status, ctx.job, ctx.now, self.keygen)
 
 
 def _run(
-    sync: Sync, job: objects.V2Job, status: JobStatus, raw: TrainingJob, now: datetime, keygen: KeyGen
+    sync: OwnedObjects, job: objects.V2Job, status: JobStatus, raw: TrainingJob, now: datetime, keygen: KeyGen
 ) -> None:
     stamp = format_time(now)
-    key = f"{job.namespace}/{job.name}"
-    if not status.conditions:
-        set_condition(status, COND_CREATED, TRUE, "MPIJobCreated", f"MPIJob {key} is created.", stamp)
-        sync.event("Normal", "MPIJobCreated", f"MPIJob {key} is created.")
-        sync.metric(METRIC_CREATED)
     policy = job.spec.run_policy
     clean = policy.clean_pod_policy if policy is not None else None
     suspended = bool(policy is not None and policy.suspend)
@@ -120,7 +136,7 @@ def _run(
 
 
 def _maybe_create_launcher(
-    sync: Sync, job: objects.V2Job, workers: list[JsonDict | None], suspended: bool
+    sync: OwnedObjects, job: objects.V2Job, workers: list[JsonDict | None], suspended: bool
 ) -> JsonDict | None:
     """Create the launcher Job when the policy allows it now; returns the created manifest."""
     if sync.blocked or not _may_create_launcher(job, workers):
@@ -132,7 +148,7 @@ def _maybe_create_launcher(
     return obj
 
 
-def _ensure_shared_objects(sync: Sync, job: objects.V2Job, keygen: KeyGen) -> None:
+def _ensure_shared_objects(sync: OwnedObjects, job: objects.V2Job, keygen: KeyGen) -> None:
     sync.ensure(objects.service(sync, job), objects.service_differ)
     running = [name_of(p) for p in _worker_pods(sync, job) if phase(p) == "Running"]
     sync.ensure(objects.config_map(sync, job, running), data_differ)
@@ -147,7 +163,7 @@ def _ensure_shared_objects(sync: Sync, job: objects.V2Job, keygen: KeyGen) -> No
             sync.plan.actions.append(PatchObject(object_ref(current), {"data": patch}))
 
 
-def _worker_pods(sync: Sync, job: objects.V2Job) -> list[JsonDict]:
+def _worker_pods(sync: OwnedObjects, job: objects.V2Job) -> list[JsonDict]:
     prefix = f"{job.name}-worker-"
     return [
         p
@@ -158,7 +174,7 @@ def _worker_pods(sync: Sync, job: objects.V2Job) -> list[JsonDict]:
     ]
 
 
-def _reconcile_workers(sync: Sync, job: objects.V2Job) -> list[JsonDict | None]:
+def _reconcile_workers(sync: OwnedObjects, job: objects.V2Job) -> list[JsonDict | None]:
     """Scale down (index >= replicas), then create missing indices; failed workers stay failed
     (the launcher decides the job's fate)."""
     prefix = f"{job.name}-worker-"
@@ -191,7 +207,9 @@ def _may_create_launcher(job: objects.V2Job, workers: list[JsonDict | None]) -> 
     return all(_is_ready(pod) for pod in workers) and len(workers) == job.workers
 
 
-def _sync_launcher_suspension(sync: Sync, job: objects.V2Job, launcher: JsonDict, suspended: bool) -> None:
+def _sync_launcher_suspension(
+    sync: OwnedObjects, job: objects.V2Job, launcher: JsonDict, suspended: bool
+) -> None:
     """Keep the launcher Job's `suspend` equal to the MPIJob's; on resume also carry over the
     scheduling directives Kueue may have injected into the MPIJob's launcher template.
 
@@ -215,7 +233,7 @@ def _sync_launcher_suspension(sync: Sync, job: objects.V2Job, launcher: JsonDict
         sync.plan.actions.append(PatchObject(object_ref(launcher), {"spec": {"suspend": True}}))
 
 
-def _clean_up_workers(sync: Sync, job: objects.V2Job, status: JobStatus, clean: str | None) -> None:
+def _clean_up_workers(sync: OwnedObjects, job: objects.V2Job, status: JobStatus, clean: str | None) -> None:
     """Delete worker pods (policy Running keeps pods that are neither Running nor Pending), the
     PodGroup, and reset the Worker replica status (mpi-operator's `cleanUpWorkerPods`)."""
     for pod in _worker_pods(sync, job):
@@ -227,7 +245,7 @@ def _clean_up_workers(sync: Sync, job: objects.V2Job, status: JobStatus, clean: 
     status.replica_statuses[WORKER] = ReplicaStatus()
 
 
-def _launcher_pods(sync: Sync, job: objects.V2Job, launcher: JsonDict | None) -> list[JsonDict]:
+def _launcher_pods(sync: OwnedObjects, job: objects.V2Job, launcher: JsonDict | None) -> list[JsonDict]:
     """The pods of the launcher Job (the batch Job controller owns them, not the MPIJob)."""
     if launcher is None:
         return []

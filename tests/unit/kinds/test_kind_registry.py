@@ -9,7 +9,7 @@ from pathlib import Path
 from kubetrain.api.kinds import KINDS
 from kubetrain.client.kinds import all_kinds, resolve_kind
 from kubetrain.controller.config import ControllerConfig
-from kubetrain.controller.mpi.common import ERR_RESOURCE_EXISTS
+from kubetrain.controller.owned import ERR_RESOURCE_EXISTS
 from kubetrain.kinds import registry
 from kubetrain.runtime.resources import default_registry
 from kubetrain.webhook.handler import routes, webhook_path

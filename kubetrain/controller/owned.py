@@ -1,8 +1,9 @@
-"""What both MPIJob planners (and the historical kinds) share: owner references, object lookup,
-and the "get, else create; not ours, refuse; differs, update" step every child goes through.
+"""Children a planner owns outright: owner references, object lookup, and the "get, else
+create; not ours, refuse; differs, update" step every such child goes through.
 
-Upstream's MPI controllers treat a same-named object they do not control as an error
-(`ErrResourceExists`) instead of adopting it, so a user's ConfigMap or Role is never hijacked.
+The planners of MPIJob and of the historical kinds (ChainerJob, Caffe2Job) treat a same-named
+object they do not control as an error (`ErrResourceExists`) instead of adopting it, so a
+user's ConfigMap or Role is never hijacked; the refusal sets `Plan.retry`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kubetrain.api.conditions import TRUE
 from kubetrain.controller.names import JsonDict, is_controlled_by, meta, name_of, object_ref
 from kubetrain.controller.plan import CreateObject, Event, MetricIncrement, Observed, PatchObject, Plan
 
@@ -52,8 +54,8 @@ def find(objs: Iterable[JsonDict], name: str) -> JsonDict | None:
 
 
 @dataclass
-class Sync:
-    """The plan being built for one job, with the helpers every step needs."""
+class OwnedObjects:
+    """The owned children of one job, written into the plan being built."""
 
     observed: Observed
     uid: str
@@ -155,3 +157,17 @@ def exit_detail(pod: JsonDict) -> str:
         if isinstance(terminated, dict) and terminated.get("exitCode"):
             return f"container {item.get('name')} exited with code {terminated['exitCode']}"
     return ""
+
+
+def job_condition(job: JsonDict, cond_type: str) -> JsonDict | None:
+    """A batch/v1 Job's condition of this type when it is True."""
+    status = as_dict(job.get("status"))
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == cond_type and cond.get("status") == TRUE:
+            return cond
+    return None
+
+
+def job_finished(job: JsonDict) -> bool:
+    """Whether a batch/v1 Job completed or failed."""
+    return job_condition(job, "Complete") is not None or job_condition(job, "Failed") is not None
