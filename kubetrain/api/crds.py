@@ -97,7 +97,7 @@ def crd_for(infos: Iterable[KindInfo]) -> dict[str, Any]:
         "spec": {
             "group": head.group,
             "names": names,
-            "scope": "Namespaced",
+            "scope": "Namespaced" if head.namespaced else "Cluster",
             "versions": entries,
         },
     }

@@ -71,6 +71,8 @@ class KindInfo:
     """The replica type whose `replicas` the scale subresource (HPA) drives (spec §1.2)."""
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    namespaced: bool = True
+    """The CRD's scope (False: Cluster, as Trainer v2's ClusterTrainingRuntime)."""
 
     @property
     def api_version(self) -> str:

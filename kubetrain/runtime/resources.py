@@ -20,5 +20,7 @@ _GANG: tuple[tuple[str, str, str, bool], ...] = (
 
 def default_registry() -> ResourceRegistry:
     """A fresh registry of the built-ins and the custom kinds (callers register more into it)."""
-    kinds = tuple(ResourceType(i.api_version, i.kind, i.plural) for i in kind_registry.all_versions())
+    kinds = tuple(
+        ResourceType(i.api_version, i.kind, i.plural, i.namespaced) for i in kind_registry.all_versions()
+    )
     return ResourceRegistry(BUILTIN_TYPES + tuple(ResourceType(*row) for row in _GANG) + kinds)

@@ -4,8 +4,10 @@ from it, so that a kind is served everywhere by being registered."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
+from kubetrain.api.crds import crd_for
 from kubetrain.api.kinds import KINDS
 from kubetrain.client.kinds import all_kinds, resolve_kind
 from kubetrain.controller.config import ControllerConfig
@@ -81,3 +83,9 @@ def test_the_runtime_names_no_kind_and_no_event_reason() -> None:
         if words.search(line)
     ]
     assert found == []
+
+
+def test_a_cluster_scoped_kind_gets_a_cluster_crd() -> None:
+    info = replace(registry.SERVED_KINDS["TFJob"], namespaced=False)
+    assert crd_for([info])["spec"]["scope"] == "Cluster"
+    assert crd_for([registry.SERVED_KINDS["TFJob"]])["spec"]["scope"] == "Namespaced"
