@@ -98,6 +98,17 @@ static void set_v4mapped(struct in6_addr *a, const struct in_addr *v4) {
     memcpy(&a->s6_addr[12], v4, 4);
 }
 
+/* A TCP socket bound on a pod address may take a port still in TIME_WAIT from an earlier pod
+   that had the address (a rerun's server on its fixed port), as SO_REUSEADDR allows; two
+   listeners on one address and port still conflict. UDP sockets are left alone. */
+static void reuse_address(int fd) {
+    int saved = errno, type = 0, on = 1;
+    socklen_t tlen = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) == 0 && type == SOCK_STREAM)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    errno = saved;
+}
+
 int bind(int fd, const struct sockaddr *addr, socklen_t len) {
     sock_fn real_bind = real("bind", &real_bind_p);
     shim_init();
@@ -106,7 +117,10 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
         memcpy(&sin, addr, sizeof sin);
         int wildcard = sin.sin_addr.s_addr == htonl(INADDR_ANY);
         if (wildcard) sin.sin_addr = pod_ip;
-        if (in_pod_net(&sin.sin_addr)) sin.sin_port = shift(sin.sin_port);
+        if (in_pod_net(&sin.sin_addr)) {
+            sin.sin_port = shift(sin.sin_port);
+            if (sin.sin_port) reuse_address(fd);
+        }
         int rc = real_bind(fd, (struct sockaddr *)&sin, sizeof sin);
         if (rc == 0 && wildcard) note_bound_port(fd, AF_INET);
         return rc;
@@ -124,7 +138,10 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
         if (is_v4mapped(&sin6.sin6_addr)) {
             struct in_addr v4;
             memcpy(&v4, &sin6.sin6_addr.s6_addr[12], 4);
-            if (in_pod_net(&v4)) sin6.sin6_port = shift(sin6.sin6_port);
+            if (in_pod_net(&v4)) {
+                sin6.sin6_port = shift(sin6.sin6_port);
+                if (sin6.sin6_port) reuse_address(fd);
+            }
         }
         int rc = real_bind(fd, (struct sockaddr *)&sin6, sizeof sin6);
         if (rc == 0 && wildcard) note_bound_port(fd, AF_INET6);

@@ -9,7 +9,10 @@ worker fails with EADDRINUSE. This tiny ``LD_PRELOAD`` library rewrites, per pro
 * ``connect()`` to an address in the pod network from an unbound socket first binds the socket to
   the pod IP, so peers see the caller's pod IP (``getpeername``), as they would on a cluster;
 * ports below the unprivileged limit on pod addresses are shifted by a fixed offset on both sides
-  (``bind`` and ``connect``), so an sshd on port 22 works for a user without root.
+  (``bind`` and ``connect``), so an sshd on port 22 works for a user without root;
+* a TCP bind to a fixed port on a pod address sets ``SO_REUSEADDR``, so a rerun's server can take
+  the port while the last run's connections on it are in TIME_WAIT (`PodCIDRLease` also rotates
+  the addresses between planes).
 
 The C source (``netshim.c``, package data beside this module) is compiled once per version with
 the system C compiler into a per-user cache (`preload`): that keeps the Python package pure (no

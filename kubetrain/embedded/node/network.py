@@ -74,10 +74,15 @@ class PodCIDRLease:
     """A /16 of 127/8 held (by an flock) for one agent's lifetime.
 
     Two local planes on one machine (two `kubetrain run`s, parallel tests) must never hand out the
-    same pod IP: their pods bind the same fixed ports (every TF worker: 2222). Each agent claims the
-    first free 127.N.0.0/16 from 127.244 downward; the lock dies with the process, so a crashed agent
-    never leaks its range.
+    same pod IP: their pods bind the same fixed ports (every TF worker: 2222). Each agent claims a
+    free 127.N.0.0/16 (127.244 downward to 127.64); the lock dies with the process, so a crashed
+    agent never leaks its range. Claims rotate: the search starts after the range the last claim
+    took (kept in `LAST_CLAIM_FILE`), so a `kubetrain run` right after another does not reuse its
+    addresses, whose ports may still be in TIME_WAIT (``Address already in use`` for a server on a
+    fixed port, e.g. XGBoost's tracker).
     """
+
+    LAST_CLAIM_FILE = "kubetrain-podnet-last"
 
     def __init__(self, cidr: str, handle: int | None) -> None:
         self.cidr = cidr
@@ -86,7 +91,10 @@ class PodCIDRLease:
     @classmethod
     def claim(cls, lock_dir: Path | None = None) -> PodCIDRLease:
         directory = lock_dir or Path(tempfile.gettempdir())
-        for octet in _CIDR_SECOND_OCTETS:
+        octets = list(_CIDR_SECOND_OCTETS)
+        after = cls._last_claimed(directory)
+        start = octets.index(after) + 1 if after in octets else 0
+        for octet in octets[start:] + octets[:start]:
             cidr = f"127.{octet}.0.0/16"
             try:
                 handle = os.open(
@@ -99,10 +107,28 @@ class PodCIDRLease:
             except OSError:
                 os.close(handle)
                 continue
+            cls._remember(directory, octet)
             return cls(cidr, handle)
         raise NetworkUnavailable(
             "every local pod address range (127.64-244.0.0/16) is in use by other agents"
         )
+
+    @classmethod
+    def _last_claimed(cls, directory: Path) -> int | None:
+        try:
+            return int((directory / cls.LAST_CLAIM_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    @classmethod
+    def _remember(cls, directory: Path, octet: int) -> None:
+        """Best effort (another user's file, a full disk): rotation only makes reuse rarer."""
+        tmp = directory / f"{cls.LAST_CLAIM_FILE}.{os.getpid()}"
+        try:
+            tmp.write_text(f"{octet}\n")
+            os.replace(tmp, directory / cls.LAST_CLAIM_FILE)
+        except OSError:
+            tmp.unlink(missing_ok=True)
 
     def release(self) -> None:
         if self._handle is not None:

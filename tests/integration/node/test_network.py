@@ -145,14 +145,51 @@ async def test_a_pod_reaches_its_own_wildcard_port_through_loopback(api: KubeAPI
     assert (await read_log(api, "self-loop")).strip() == "ping"
 
 
+REBIND_AFTER_TIME_WAIT = """
+import socket
+for attempt in range(2):
+    server = socket.socket()  # no SO_REUSEADDR, as XGBoost's tracker
+    server.bind(("0.0.0.0", 29431))
+    server.listen()
+    client = socket.create_connection((socket.gethostname(), 29431))
+    conn, _ = server.accept()
+    conn.close()  # the server side closes first: its end of the connection stays in TIME_WAIT
+    client.close()
+    server.close()
+print("rebound")
+"""
+
+
+async def test_a_server_rebinds_its_fixed_port_while_the_last_connection_is_in_time_wait(
+    api: KubeAPI, agent: NodeAgent
+) -> None:
+    await create(api, pod("rebind", container("main", REBIND_AFTER_TIME_WAIT), restartPolicy="Never"))
+    p = await wait_phase(api, "rebind", "Succeeded", "Failed")
+    assert p["status"]["phase"] == "Succeeded", await read_log(api, "rebind")
+
+
 def test_each_agent_claims_its_own_pod_address_range(tmp_path: Path) -> None:
     first, second = PodCIDRLease.claim(tmp_path), PodCIDRLease.claim(tmp_path)
     try:
         assert first.cidr == "127.244.0.0/16" and second.cidr == "127.243.0.0/16"
         first.release()
-        third = PodCIDRLease.claim(tmp_path)  # a released range is free again
-        assert third.cidr == "127.244.0.0/16"
+        third = PodCIDRLease.claim(tmp_path)  # the freed 127.244 is not reused right away
+        assert third.cidr == "127.242.0.0/16"
         third.release()
     finally:
         first.release()
         second.release()
+
+
+def test_consecutive_agents_rotate_through_the_ranges(tmp_path: Path) -> None:
+    """A plane started right after another gets fresh addresses (the old ports may be in TIME_WAIT)."""
+    seen = []
+    for _ in range(3):
+        lease = PodCIDRLease.claim(tmp_path)
+        seen.append(lease.cidr)
+        lease.release()
+    assert seen == ["127.244.0.0/16", "127.243.0.0/16", "127.242.0.0/16"]
+    (tmp_path / PodCIDRLease.LAST_CLAIM_FILE).write_text("64\n")  # the last range: wrap around
+    lease = PodCIDRLease.claim(tmp_path)
+    assert lease.cidr == "127.244.0.0/16"
+    lease.release()
