@@ -1,8 +1,10 @@
 """Image -> local environment: the container image is NOT run by the local node.
 
 A pod's containers run as processes of this machine, in a local Python environment. By default
-that is the environment kubetrain itself runs in: ``python``/``python3`` as the first word of a
-command means ``sys.executable``, and its ``bin`` directory leads ``PATH``. An image map lets users
+that is the environment kubetrain itself runs in: ``python``/``python3``/``python3.X`` as the
+first word of a command means ``sys.executable``, and so does an image's absolute interpreter path
+(``/usr/local/bin/python3`` in python:* images, ``/opt/conda/bin/python``, ``/usr/bin/python3``)
+unless that file exists here; its ``bin`` directory leads ``PATH``. An image map lets users
 give each image its own interpreter or virtualenv, env, working directory and entrypoint (the
 local node cannot read an image's ENTRYPOINT, so a pod without ``command`` needs one from here).
 
@@ -15,10 +17,13 @@ The map is a YAML or JSON file, named by `NodeConfig.image_map` or ``$KUBETRAIN_
         env: {OMP_NUM_THREADS: "1"}
         workingDir: ~/src/project         # when the container sets none
         command: [python, -m, trainer]    # when the container sets none (the image's ENTRYPOINT)
+        executables:                      # any program the command names, by its exact path
+          /opt/app/bin/launch: ~/src/project/launch.sh
       - image: "*tensorflow*"
         python: /opt/tf/bin/python
 
-The short form ``{"<pattern>": "<python executable>"}`` is accepted too.
+The short form ``{"<pattern>": "<python executable>"}`` is accepted too. An entry that names
+``python`` takes every interpreter name and path of the image's commands, existing here or not.
 
 Built in, after the user's entries (see `exec` and `shims`): ``*kubectl-delivery*`` (MPIJob v1's
 init container) runs ``kubetrain-kubectl-delivery /etc/mpi/hostfile``, and a container whose
@@ -31,6 +36,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +48,8 @@ import yaml
 from .errors import StartError
 
 PYTHON_NAMES = frozenset({"python", "python3"})
+PYTHON_BASENAME = re.compile(r"python(3(\.\d+)?)?")
+"""An interpreter's file name as images have it: python, python3, python3.11."""
 SSHD_STAND_IN = "kubetrain-sshd"  # on every pod's PATH, see `shims`
 
 
@@ -58,6 +66,24 @@ class LocalEnvironment:
     env: Mapping[str, str] = field(default_factory=dict)
     working_dir: str | None = None
     command: tuple[str, ...] = ()
+    executables: Mapping[str, str] = field(default_factory=dict)
+    """Exact program (first word of a command) -> the local one to run instead."""
+    python_mapped: bool = False
+    """The image map named `python`: it replaces interpreter paths even when they exist here."""
+
+    def local_program(self, program: str) -> str:
+        """What runs for the command's first word `program` on this machine."""
+        if program in self.executables:
+            return self.executables[program]
+        if program in PYTHON_NAMES or ("/" not in program and PYTHON_BASENAME.fullmatch(program) is not None):
+            return self.python
+        if (
+            os.path.isabs(program)
+            and PYTHON_BASENAME.fullmatch(os.path.basename(program))
+            and (self.python_mapped or not os.path.exists(program))
+        ):
+            return self.python  # the image's interpreter: /usr/local/bin/python3, /opt/conda/bin/python
+        return program
 
     def argv(self, container: Mapping[str, Any], image: str) -> list[str]:
         """The process argv: command (or the mapped entrypoint) + args, `python` made local."""
@@ -71,8 +97,7 @@ class LocalEnvironment:
         argv = [str(a) for a in command + args]
         if os.path.basename(argv[0]) == "sshd":
             argv = [SSHD_STAND_IN]
-        if argv[0] in PYTHON_NAMES:
-            argv[0] = self.python
+        argv[0] = self.local_program(argv[0])
         return argv
 
 
@@ -82,12 +107,17 @@ def _entry(raw: Mapping[str, Any]) -> tuple[str, LocalEnvironment]:
     path = tuple(_expand_user(str(p)) for p in raw.get("path") or [os.path.dirname(python)])
     env = {str(k): str(v) for k, v in (raw.get("env") or {}).items()}
     wd = _expand_user(str(raw["workingDir"])) if raw.get("workingDir") else None
+    executables = raw.get("executables") or {}
+    if not isinstance(executables, Mapping):
+        raise ValueError(f"image map entry {pattern!r}: `executables` must map program paths to local ones")
     return pattern, LocalEnvironment(
         python=python,
         path=path,
         env=env,
         working_dir=wd,
         command=tuple(str(c) for c in raw.get("command") or ()),
+        executables={str(k): _expand_user(str(v)) for k, v in executables.items()},
+        python_mapped=bool(raw.get("python")),
     )
 
 
