@@ -1,4 +1,4 @@
-"""Warning events that surface why an active pod is unhealthy (spec §3.11).
+"""Warning events that surface why an active pod is unhealthy (docs/upstream-behaviour.md#abnormal-pods).
 
 Users read `kubectl describe <job>`, not every pod: upstream copies a failing container's
 terminated/waiting reason, or the latest false pod condition, onto the job as a Warning.

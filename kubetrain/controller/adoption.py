@@ -1,4 +1,4 @@
-"""Which services belong to the job: claim, adopt and release (spec §3.5 step 1).
+"""Which services belong to the job: claim, adopt and release (docs/upstream-behaviour.md#reconcile).
 
 Upstream lists services by the job's labels and claims them like controller-runtime's
 ControllerRefManager: an orphan that matches is adopted (so a service left behind by an

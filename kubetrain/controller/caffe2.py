@@ -1,4 +1,4 @@
-"""The Caffe2Job planner (kubeflow/caffe2-operator, archived; spec §6.2).
+"""The Caffe2Job planner (kubeflow/caffe2-operator, archived; docs/upstream-behaviour.md#caffe2job).
 
 One pod per worker, no Services; every container learns its shard and the cluster through env
 (`CAFFE2_CONFIG`, `SHARD_ID`, `NUM_SHARDS`, ...). Differences from upstream, both for a pure,

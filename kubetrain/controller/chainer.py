@@ -1,4 +1,4 @@
-"""The ChainerJob planner (kubeflow/chainer-operator, archived; spec §6.1).
+"""The ChainerJob planner (kubeflow/chainer-operator, archived; docs/upstream-behaviour.md#chainerjob).
 
 A ChainerJob is a master batch/v1 Job plus, when distributed, one StatefulSet per worker set.
 The master's init container writes the MPI hostfile once every worker pod runs, and `mpirun`

@@ -1,4 +1,6 @@
-"""The extra objects a framework wants (PyTorch's HPA, spec §4.2.4), kept in line with its wish.
+"""The extra objects a framework wants (PyTorch's HPA), kept in line with its wish.
+
+Upstream's HPA: docs/upstream-behaviour.md#pytorchjob-elastic.
 
 Desired objects are created when absent and patched when the observed spec does not contain the
 desired one (a containment check: what the API server defaults, such as HPA behavior, does not

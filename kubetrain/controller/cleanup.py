@@ -1,4 +1,6 @@
-"""Deleting pods and services of a finished or suspended job (spec §3.8, §3.5 step 3).
+"""Deleting pods and services of a finished or suspended job.
+
+Upstream's: docs/upstream-behaviour.md#clean-pod-policy, #reconcile (a suspended job).
 
 cleanPodPolicy applies to finished jobs, including jobs failed by backoffLimit or
 activeDeadlineSeconds (upstream v1.9.4 semantics; v1.9.0-1.9.3 deleted everything there,

@@ -1,4 +1,7 @@
-"""Settings of the reconciler that mirror upstream operator flags (spec §9) and what it watches."""
+"""Settings of the reconciler that mirror upstream operator flags, and what it watches.
+
+Upstream's flags: docs/upstream-behaviour.md#operator-flags.
+"""
 
 from __future__ import annotations
 

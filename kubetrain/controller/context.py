@@ -133,7 +133,7 @@ class Reconcile(Generic[JobT, StatusT]):
         self.plan.events.append(Event(etype, reason, message, involved))
 
     def condition(self, cond_type: str, cond_status: str, cond_reason: str, message: str) -> bool:
-        """Apply one change through the upstream condition algebra (spec §3.12)."""
+        """Apply one change through the upstream condition algebra (docs/upstream-behaviour.md#conditions)."""
         return set_condition(self._job_status, cond_type, cond_status, cond_reason, message, self.stamp)
 
     @property

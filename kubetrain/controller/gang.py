@@ -1,4 +1,6 @@
-"""Gang scheduling through PodGroups: Volcano or scheduler-plugins (spec §3.10).
+"""Gang scheduling through PodGroups: Volcano or scheduler-plugins.
+
+Upstream's: docs/upstream-behaviour.md#gang-scheduling.
 
 The PodGroup is planned like any other child: created when absent, patched when the fields we
 own differ (compared by value: quantities by amount), deleted when the job finishes, fails by a

@@ -1,4 +1,4 @@
-"""backoffLimit and activeDeadlineSeconds (spec §3.7), with two upstream bugs fixed.
+"""backoffLimit and activeDeadlineSeconds (docs/upstream-behaviour.md#limits), with two upstream bugs fixed.
 
 * The deadline fires on time: while a started job runs we ask to be requeued at
   `startTime + activeDeadlineSeconds` (upstream only notices it when something else happens).

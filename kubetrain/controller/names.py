@@ -1,4 +1,6 @@
-"""Names, labels and owner references of the objects a job owns (spec §2.1-§2.3).
+"""Names, labels and owner references of the objects a job owns.
+
+Upstream's: docs/upstream-behaviour.md#names, #labels, #owner-references.
 
 Deterministic names (`<job>-<rt>-<i>`) are what make creates idempotent: a create that already
 landed answers AlreadyExists instead of producing a duplicate.

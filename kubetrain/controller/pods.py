@@ -1,4 +1,6 @@
-"""Building the pod and the headless Service of one replica (spec §2.4, §2.5).
+"""Building the pod and the headless Service of one replica.
+
+Upstream's: docs/upstream-behaviour.md#pod-template, #services.
 
 A 1,000-replica job creates 1,000 pods in one plan, so the template is deep-copied once per
 replica type and each pod copies only what it changes: metadata, the container list and each

@@ -1,5 +1,7 @@
-"""The generic reconciler: `plan(job, observed, now, config, framework=...) -> Plan` (design §3,
-spec §3.4-§3.13, §12) for the replica-spec kinds, on the `run_job` template (job.py).
+"""The generic reconciler: `plan(job, observed, now, config, framework=...) -> Plan` for the
+replica-spec kinds, on the `run_job` template (job.py): level-triggered and idempotent, so the same
+input plans the same and a plan that has landed plans nothing. Upstream's reconcile:
+docs/upstream-behaviour.md#reconcile, #events, #lifecycle.
 
 The order of the steps is upstream's ReconcileJobs; each step lives in its own module:
 

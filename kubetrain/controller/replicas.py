@@ -1,4 +1,6 @@
-"""Per replica type: one pod and one Service per index, restarts, and the recount (spec §3.6).
+"""Per replica type: one pod and one Service per index, restarts, and the recount.
+
+Upstream's: docs/upstream-behaviour.md#replica-pods.
 
 Pods are slotted by their `replica-index` label. Missing indices below `replicas` are created,
 indices at or above it are deleted (scale down; `replicas: 0` creates nothing, unlike upstream's

@@ -1,4 +1,6 @@
-"""ttlSecondsAfterFinished (spec §3.9): delete the job itself once it has been finished long enough.
+"""ttlSecondsAfterFinished: delete the job itself once it has been finished long enough.
+
+Upstream's: docs/upstream-behaviour.md#ttl.
 
 Deleting the job cascades to its children through garbage collection. Until then the plan asks
 to be requeued at the expiry, so the deletion happens on time without any other event.

@@ -79,7 +79,8 @@ class Framework(Protocol):
         ...
 
     def update_status(self, ctx: StatusContext) -> None:
-        """Apply the kind's Running/Succeeded/Restarting/Failed rules (spec §4) to `ctx.status`."""
+        """Apply the kind's Running/Succeeded/Restarting/Failed rules to `ctx.status`
+        (docs/upstream-behaviour.md#status-rules)."""
         ...
 
     def desired_children(self, job: TrainingJob, settings: FrameworkSettings) -> list[JsonDict]:

@@ -6,7 +6,7 @@ Flow per job key `<Kind>/<namespace>/<name>`:
   forget / requeue_after, or requeue rate-limited on error (controller-runtime's semantics).
 
 Workers start only after every cache has synced: acting on a partial cache would re-create pods
-that merely had not been listed yet (spec performance-reliability §3.2).
+that merely had not been listed yet (docs/upstream-behaviour.md#failure-modes).
 
 The manager names no kind: what a kind needs beyond its own children comes from its
 registration's observe hints (`kubetrain.kinds.registration.ObserveHints`), and what to do after
@@ -358,10 +358,11 @@ class Manager:
 
     async def _unserved(self, resource: ResourceType, label_selector: str | None = None) -> str:
         """Why `resource` cannot be watched ("" when it can). Upstream watches PodGroups only if
-        their CRD is installed (spec §3.1); a kind the operator's RBAC does not grant (a launcher's
-        Roles without their RBAC component, PriorityClasses in a single-namespace install) is
-        left out the same way instead of failing the whole operator. One page of one object, of
-        the informer's own selection: the probe reads no Secret the cache would not hold."""
+        their CRD is installed (docs/upstream-behaviour.md#watches); a kind the operator's RBAC does
+        not grant (a launcher's Roles without their RBAC component, PriorityClasses in a
+        single-namespace install) is left out the same way instead of failing the whole operator.
+        One page of one object, of the informer's own selection: the probe reads no Secret the
+        cache would not hold."""
         try:
             pages = self.client.list_pages(
                 resource.api_version,

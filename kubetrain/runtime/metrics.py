@@ -1,6 +1,6 @@
 """Prometheus metrics of the operator, in a registry owned by the manager.
 
-Upstream's counters keep their names and labels (spec upstream-behavior §9.2) so existing
+Upstream's counters keep their names and labels (docs/upstream-behaviour.md#metrics) so existing
 dashboards work; ours add the queue depth and the latencies that say whether the operator is fast.
 """
 
@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 UPSTREAM_COUNTERS = ("created", "deleted", "successful", "failed", "restarted")
 MPI_OPERATOR_COUNTERS = ("created", "successful", "failed")
-"""The label-less counters of the other upstream operator (spec §5.7), which its planner emits."""
+"""The label-less counters of the other upstream operator, which its planner emits
+(docs/upstream-behaviour.md#mpi-operator-process)."""
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _CREATE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 45, 90, 180, 600)

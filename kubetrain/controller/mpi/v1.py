@@ -3,10 +3,11 @@
 The shared steps (managedBy, deletion, validation -> Failed, Created, status diff) are
 `run_job`'s, and the job-level policies are the generic path's own modules (suspend and resume,
 cleanPodPolicy and the finish, TTL, activeDeadlineSeconds, PodGroups), so v1 MPIJobs behave like
-the other v1 kinds there. The MPI pass (spec §4.7) then keeps the launcher's ConfigMap and RBAC, the
-workers and the launcher pod, and the status follows training-operator's MPI rules with the
-double-prefixed failure reason fixed (`MPIJobFailed`, not `MPIJobMPIJobFailed`, §13.9) and without
-the "... is exist" events it emits on every pass.
+the other v1 kinds there. The MPI pass (docs/upstream-behaviour.md#mpijob-v1) then keeps the
+launcher's ConfigMap and RBAC, the workers and the launcher pod, and the status follows
+training-operator's MPI rules with the double-prefixed failure reason fixed (`MPIJobFailed`, not
+`MPIJobMPIJobFailed`: docs/differences.md#mpijob-v1-reason) and without the "... is exist" events
+it emits on every pass.
 """
 
 from __future__ import annotations

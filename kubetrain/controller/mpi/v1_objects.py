@@ -1,4 +1,4 @@
-"""The objects an MPIJob v1 owns (spec §4.7), as training-operator builds them.
+"""The objects an MPIJob v1 owns (docs/upstream-behaviour.md#mpijob-v1), as training-operator builds them.
 
 ConfigMap `<job>-config` (hostfile, kubexec.sh, discover_hosts.sh), ServiceAccount, Role and
 RoleBinding `<job>-launcher` (the launcher may `kubectl exec` into exactly its workers), worker

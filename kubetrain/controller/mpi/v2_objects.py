@@ -1,4 +1,6 @@
-"""The objects an MPIJob v2beta1 owns (spec §5.4), built exactly as mpi-operator builds them.
+"""The objects an MPIJob v2beta1 owns, built exactly as mpi-operator builds them.
+
+Upstream's: docs/upstream-behaviour.md#mpijob-v2beta1-objects.
 
 Service `<job>` (headless), ConfigMap `<job>-config`, Secret `<job>-ssh`, worker pods
 `<job>-worker-<i>` and the launcher batch/v1 Job `<job>-launcher`. Templates are deep-copied

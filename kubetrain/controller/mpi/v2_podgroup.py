@@ -1,6 +1,7 @@
-"""Gang scheduling for MPIJob v2beta1: mpi-operator's PodGroup rules (spec §5.5).
+"""Gang scheduling for MPIJob v2beta1: mpi-operator's PodGroup rules.
 
-They differ from the generic path's (§3.10): minMember is workers + 1; Volcano's queue falls back
+Upstream's: docs/upstream-behaviour.md#mpijob-v2beta1-gang. They differ from the generic path's
+(#gang-scheduling): minMember is workers + 1; Volcano's queue falls back
 to the job's `scheduling.volcano.sh/queue-name` annotation (never to "default"); the priority
 class falls back to the launcher's then the worker's template; minResources counts at most
 `minMember` pods, trimming the lower-priority replica type (the workers on a tie); pods never

@@ -1,4 +1,6 @@
-"""MPIJob v2beta1 status (spec §5.6): mpi-operator's `updateMPIJobStatus`.
+"""MPIJob v2beta1 status: mpi-operator's `updateMPIJobStatus`.
+
+Upstream's: docs/upstream-behaviour.md#mpijob-v2beta1-status.
 
 Only the launcher decides success or failure; worker failures count but do not fail the job,
 except evictions. Events are recorded when their condition changes (upstream re-emits some on

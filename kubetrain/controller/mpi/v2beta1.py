@@ -1,4 +1,6 @@
-"""The MPIJob v2beta1 planner: mpi-operator's `syncHandler` (spec §5.3) on the `run_job` template.
+"""The MPIJob v2beta1 planner: mpi-operator's `syncHandler` on the `run_job` template.
+
+Upstream's: docs/upstream-behaviour.md#mpijob-v2beta1-sync.
 
 managedBy elsewhere, being deleted           -> nothing                         (run_job)
 invalid                                      -> Warning ValidationError, nothing else (run_job)

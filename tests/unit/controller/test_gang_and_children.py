@@ -1,4 +1,5 @@
-"""Gang scheduling PodGroups (spec §3.10) and framework children: PyTorch's HPA (spec §4.2.4)."""
+"""Gang scheduling PodGroups and framework children: PyTorch's HPA
+(docs/upstream-behaviour.md#gang-scheduling, #pytorchjob-elastic)."""
 
 from __future__ import annotations
 

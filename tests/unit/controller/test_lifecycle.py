@@ -1,4 +1,5 @@
-"""Suspend/resume, managedBy, invalid jobs, ownership (spec §3.4, §3.5, §3.12 examples, §12)."""
+"""Suspend/resume, managedBy, invalid jobs, ownership (docs/upstream-behaviour.md#reconcile,
+#conditions, #lifecycle)."""
 
 from __future__ import annotations
 
