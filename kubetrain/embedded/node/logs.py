@@ -9,10 +9,15 @@ logs of finished pods keep working until the pod is deleted.
 Disk use is bounded as the kubelet bounds it (`LogPolicy`: containerLogMaxSize 10Mi,
 containerLogMaxFiles 5): a file about to pass the size is renamed ``<restart>.log.<timestamp>``
 (the kubelet's suffix, plus microseconds: we rotate on write, not every 10 s) and a new one begun,
-keeping at most ``max_files`` files per instance; only the current and the previous instance of a
-container are kept (the kubelet's container GC keeps one dead container). Rotated files are not
-gzipped (the kubelet compresses all but the newest). As from the kubelet, a read returns the
-current file only, and ``follow`` carries on into the next file when the current one is rotated.
+keeping at most ``max_files`` files per instance. Rotated files are not gzipped (the kubelet
+compresses all but the newest). As from the kubelet, a read returns the current file only, and
+``follow`` carries on into the next file when the current one is rotated.
+
+Every instance's log is kept, not only the current and the previous one (the kubelet's container
+GC keeps one dead container, so a crash loop's first failure is lost there): ``previous`` still
+means the instance before the current one, and `ContainerLogs.attempt` / `NodeLogProvider.attempt`
+read any earlier one. Instances older than the previous keep their newest file only (at most
+``max_size``; rotations are dropped), which bounds a long crash loop's disk use per restart.
 Reads stream in chunks of at most `READ_CHUNK` bytes: a full read never holds the whole file.
 
 `NodeLogProvider` implements the embedded API server's ``LogProvider`` protocol (``follow``,
@@ -71,19 +76,30 @@ def rotated_files(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{path.name}.*"))
 
 
+def attempt_of(log: LogFile) -> int:
+    """The restart count of the instance that wrote `log` (its file is ``<restart>.log``)."""
+    return int(log.path.stem)
+
+
 @dataclass
 class ContainerLogs:
-    """The kept instances of one container, oldest first: the current one and the previous."""
+    """Every instance of one container, oldest first; the last is the current one."""
 
     files: list[LogFile] = field(default_factory=list)
 
     def add(self, log: LogFile) -> None:
-        """A new instance started: older ones than the previous are deleted, rotations included."""
+        """A new instance started: instances older than the previous lose their rotated files."""
         self.files.append(log)
-        for old in self.files[:-2]:
-            for path in [*rotated_files(old.path), old.path]:
+        if len(self.files) > 2:
+            for path in rotated_files(self.files[-3].path):
                 path.unlink(missing_ok=True)
-        del self.files[:-2]
+
+    def attempt(self, restart: int) -> LogFile | None:
+        """The log of the instance started after `restart` restarts (0: the first), if kept."""
+        for log in self.files:
+            if attempt_of(log) == restart:
+                return log
+        return None
 
 
 class LogWriter:
@@ -245,6 +261,18 @@ class NodeLogProvider:
             if not files:
                 raise LogUnavailable(_no_log(pod, name, container))
             log = files[-1]
+        async for chunk in read_log(log, options):
+            yield chunk
+
+    async def attempt(
+        self, pod: dict[str, Any], container: str, restart: int, options: LogOptions
+    ) -> AsyncIterator[bytes]:
+        """The log of one instance of `container`, by its restart count (0: the first run)."""
+        name = (pod.get("metadata") or {}).get("name", "")
+        containers = self._lookup(str((pod.get("metadata") or {}).get("uid", ""))) or {}
+        log = containers.get(container, ContainerLogs()).attempt(restart)
+        if log is None:
+            raise LogUnavailable(f'attempt {restart} of container "{container}" in pod "{name}" not found')
         async for chunk in read_log(log, options):
             yield chunk
 

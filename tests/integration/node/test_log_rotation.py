@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.embedded.apiserver import EmbeddedAPIServer, LogOptions, LogUnavailable
 from kubetrain.embedded.node import KubeAPI
-from kubetrain.embedded.node.logs import LogPolicy
+from kubetrain.embedded.node.logs import ContainerLogs, LogFile, LogPolicy
 from kubetrain.kube.client import core_path
 
 from .conftest import container, create, make_agent, pod, read_log, wait_for, wait_phase
@@ -116,22 +116,61 @@ def test_the_policy_refuses_what_the_kubelet_refuses() -> None:
         LogPolicy(max_size=0)
 
 
-async def test_only_the_current_and_previous_instance_are_kept(
+COUNTED_CRASH = """
+from pathlib import Path
+import sys
+counter = Path("attempts")
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+print(f"attempt {n} failed: cause {n}")
+sys.exit(1)
+"""
+
+
+async def test_every_instance_log_is_kept_and_previous_is_the_one_before_current(
     server: EmbeddedAPIServer, api: KubeAPI, tmp_path: Path
 ) -> None:
     agent = await make_agent(server, api, tmp_path)
     try:
-        spec = container("main", "import sys; print('run'); sys.exit(1)")
-        await create(api, pod("crashy", spec, restartPolicy="OnFailure"))
+        await create(api, pod("crashy", container("main", COUNTED_CRASH), restartPolicy="OnFailure"))
 
-        async def restarted_thrice() -> bool:
+        async def restarts() -> int | None:
             p = await api.get(core_path("pods", "default", "crashy"))
             statuses = (p.get("status") or {}).get("containerStatuses") or [{}]
-            return statuses[0].get("restartCount", 0) >= 3
+            count = int(statuses[0].get("restartCount", 0))
+            return count if count >= 3 else None
 
-        await wait_for(restarted_thrice, timeout=30, what="three restarts")
+        await wait_for(restarts, timeout=30, what="three restarts")
         names = {f.name for f in log_files(tmp_path / "node", "crashy")}
-        assert len(names) <= 2 and "0.log" not in names, names
-        assert await read_log(api, "crashy", previous="true") == "run\n"
+        assert {"0.log", "1.log", "2.log", "3.log"} <= names, names  # the first failure's cause too
+        p = await api.get(core_path("pods", "default", "crashy"))
+        first = b"".join([chunk async for chunk in agent.log_provider.attempt(p, "main", 0, LogOptions())])
+        assert first == b"attempt 0 failed: cause 0\n"
+        current = int(p["status"]["containerStatuses"][0]["restartCount"])
+        previous = await read_log(api, "crashy", previous="true")
+        assert previous in (
+            f"attempt {current - 1} failed: cause {current - 1}\n",
+            f"attempt {current} failed: cause {current}\n",
+        )
+        with pytest.raises(LogUnavailable):
+            async for _ in agent.log_provider.attempt(p, "main", 99, LogOptions()):
+                pass
     finally:
         await agent.stop()
+
+
+def test_instances_older_than_the_previous_keep_only_their_newest_file(tmp_path: Path) -> None:
+    logs = ContainerLogs()
+    for restart in range(3):
+        log = LogFile(tmp_path / f"{restart}.log")
+        log.path.write_text("newest\n")
+        (tmp_path / f"{restart}.log.20260101-000000.000001").write_text("rotated\n")
+        logs.add(log)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "0.log",
+        "1.log",
+        "1.log.20260101-000000.000001",
+        "2.log",
+        "2.log.20260101-000000.000001",
+    ]
+    assert logs.attempt(0) is logs.files[0] and logs.attempt(7) is None
