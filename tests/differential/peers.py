@@ -14,6 +14,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.pki import pem_key, serving_certificate
 from kubetrain.runtime.transport import KubeClient
-from tests.integration.operator_process.procs import REPO, free_port
+from tests.integration.operator_process.procs import REPO, Process, free_port
 
 JsonDict = dict[str, Any]
 SCRIPT = REPO / "scripts" / "upstream-operators"
@@ -91,35 +92,27 @@ def ensure_serving_certificate() -> None:
         staging.rmdir()
 
 
-class UpstreamTrainingOperator:
+class UpstreamTrainingOperator(Process):
     """Upstream's `training-operator.v1` watching one namespace, leader election off, its metrics and
     probes on free loopback ports (the webhook server binds every interface: v1.9.2 has no flag for
-    its host)."""
+    its host). `extra` flags are appended (e.g. `--gang-scheduler-name`)."""
 
-    def __init__(self, binary: Path, kubeconfig: Path, namespace: str, *, log_path: Path) -> None:
+    def __init__(
+        self, binary: Path, kubeconfig: Path, namespace: str, *, log_path: Path, extra: Sequence[str] = ()
+    ) -> None:
         self.probe_port = free_port()
-        self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
-        env = {k: v for k, v in os.environ.items() if k != "KUBEFLOW_NAMESPACE"}
-        env |= {"KUBECONFIG": str(kubeconfig), "MY_POD_NAMESPACE": namespace, "TMPDIR": "/tmp"}
-        self.popen = subprocess.Popen(
-            [
-                str(binary),
-                "--namespace",
-                namespace,
-                "--leader-elect=false",
-                f"--metrics-bind-address=127.0.0.1:{free_port()}",
-                f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
-                f"--webhook-server-port={free_port()}",
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-
-    def log(self) -> str:
-        self._log.flush()
-        return self.log_path.read_text(errors="replace")
+        argv = [
+            str(binary),
+            "--namespace",
+            namespace,
+            "--leader-elect=false",
+            f"--metrics-bind-address=127.0.0.1:{free_port()}",
+            f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
+            f"--webhook-server-port={free_port()}",
+            *extra,
+        ]
+        env = {"KUBECONFIG": str(kubeconfig), "MY_POD_NAMESPACE": namespace, "TMPDIR": "/tmp"}
+        super().__init__(argv, log_path, env=env)
 
     async def wait_ready(self, timeout: float = 120.0) -> None:
         """Until /readyz answers 200: certificates in place and its controllers set up."""
@@ -127,7 +120,7 @@ class UpstreamTrainingOperator:
         url = f"http://127.0.0.1:{self.probe_port}/readyz"
         async with aiohttp.ClientSession() as http:
             while True:
-                if self.popen.poll() is not None:
+                if not self.running:
                     raise AssertionError(f"upstream operator exited ({self.popen.returncode}):\n{self.log()}")
                 try:
                     async with http.get(url, timeout=aiohttp.ClientTimeout(total=5)) as resp:
@@ -139,35 +132,25 @@ class UpstreamTrainingOperator:
                     raise TimeoutError(f"upstream operator not ready after {timeout}s:\n{self.log()[-3000:]}")
                 await asyncio.sleep(0.2)
 
-    def stop(self, grace: float = 10.0) -> None:
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(10)
-        self._log.close()
 
-
-class UpstreamMPIOperator(UpstreamTrainingOperator):
+class UpstreamMPIOperator(Process):
     """Upstream's mpi-operator v0.8.0 watching one namespace. Its leader election cannot be turned
     off (the Lease goes to that namespace) and its health check listens on a fixed :8080 of every
     interface, so it is ready when it holds the Lease, and one runs at a time."""
 
-    def __init__(self, binary: Path, kubeconfig: Path, namespace: str, *, log_path: Path) -> None:
+    def __init__(
+        self, binary: Path, kubeconfig: Path, namespace: str, *, log_path: Path, extra: Sequence[str] = ()
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
-        self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         args = ["--kubeConfig", str(kubeconfig), "--namespace", namespace, "--lock-namespace", namespace]
-        self.popen = subprocess.Popen([str(binary), *args], stdout=self._log, stderr=subprocess.STDOUT)
+        super().__init__([str(binary), *args, *extra], log_path)
 
     async def wait_ready(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         async with await KubeClient.from_kubeconfig(str(self.kubeconfig), qps=0) as kube:
             while True:
-                if self.popen.poll() is not None:
+                if not self.running:
                     code = self.popen.returncode
                     raise AssertionError(f"upstream mpi-operator exited ({code}):\n{self.log()}")
                 try:

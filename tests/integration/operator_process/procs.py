@@ -1,4 +1,5 @@
-"""`kubetrain operator` and `kubetrain node` as real subprocesses, for the process and cluster tiers.
+"""`kubetrain operator` and `kubetrain node` as real subprocesses, for the process, cluster and
+differential tiers (the last also runs upstream's operators through `Process`).
 
 Each process writes its log to a file (shown when a test fails), and is stopped by its own pid:
 SIGTERM for a graceful stop, SIGKILL to play a crash. Ports are picked free beforehand, so two
@@ -62,21 +63,21 @@ async def run_cli(*args: str, timeout: float = 120.0) -> subprocess.CompletedPro
     )
 
 
-class Proc:
-    """`python -m kubetrain.cli.main ARGS` with its output in `log_path`."""
+class Process:
+    """Any `argv` as a subprocess with its output in `log_path`, stopped by its own pid."""
 
     def __init__(
         self,
-        args: Sequence[str],
+        argv: Sequence[str],
         log_path: Path,
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
-        self.args = list(args)
+        self.argv = list(argv)
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "kubetrain.cli.main", *self.args],
+            self.argv,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env={**child_env(), **(env or {})},
@@ -128,6 +129,20 @@ class Proc:
                 self.popen.kill()
                 self.popen.wait(10)
         self._log.close()
+
+
+class Proc(Process):
+    """`python -m kubetrain.cli.main ARGS` from the source tree."""
+
+    def __init__(
+        self,
+        args: Sequence[str],
+        log_path: Path,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.args = list(args)
+        super().__init__([sys.executable, "-m", "kubetrain.cli.main", *self.args], log_path, cwd, env)
 
 
 class OperatorProc(Proc):
