@@ -73,6 +73,9 @@ class KindInfo:
     categories: tuple[str, ...] = ()
     namespaced: bool = True
     """The CRD's scope (False: Cluster, as Trainer v2's ClusterTrainingRuntime)."""
+    event_source: str = ""
+    """The events' `source.component` when it is not `controller_name` (mpi-operator's recorder is
+    `mpi-job-controller`, its operator-name label `mpi-operator`)."""
 
     @property
     def api_version(self) -> str:

@@ -57,6 +57,7 @@ MPIJOB_V2BETA1 = KindInfo(
     default_restart_policy=RESTART_NEVER,
     framework="mpi",
     controller_name=MPI_OPERATOR_NAME,
+    event_source="mpi-job-controller",  # mpi-operator v0.8.0's controllerAgentName
     spec_type=MPIJobV2Spec,
     version=V2BETA1,
 )

@@ -194,7 +194,7 @@ def register(sub: SubParsers) -> None:
     )
     ctl.add_argument(
         "--mpi-kubectl-delivery-image",
-        default="kubeflow/kubectl-delivery:latest",
+        default="ghcr.io/kubeflow/training-v1/kubectl-delivery:latest",
         metavar="IMAGE",
         help="MPIJob v1 launcher's kubectl-delivery init container image",
     )

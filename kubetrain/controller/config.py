@@ -10,8 +10,9 @@ from dataclasses import dataclass
 VOLCANO_PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
 SCHEDULER_PLUGINS_PODGROUP = ("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
 HPA = ("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
-DEFAULT_MPI_KUBECTL_DELIVERY_IMAGE = "kubeflow/kubectl-delivery:latest"
-"""training-operator's `--mpi-kubectl-delivery-image` default (MPIJob v1 launcher init container)."""
+DEFAULT_MPI_KUBECTL_DELIVERY_IMAGE = "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
+"""training-operator v1.9.2's `--mpi-kubectl-delivery-image` default (MPIJob v1 launcher init container;
+its pkg/config `MPIKubectlDeliveryImageDefault`)."""
 
 
 @dataclass(frozen=True)

@@ -101,8 +101,9 @@ class KindRegistration:
         return next((v for v in self.versions if v.version == wanted), self.info)
 
     def controller_name_for(self, job: JsonDict) -> str:
-        """The events' `source.component`."""
-        return self.mechanics(job).controller_name
+        """The events' `source.component`: the version's event source, else its controller name."""
+        mechanics = self.mechanics(job)
+        return mechanics.event_source or mechanics.controller_name
 
     def event_api_version(self, job: JsonDict) -> str:
         """The apiVersion an event's involvedObject names."""

@@ -29,7 +29,7 @@ HOSTFILE = "hostfile"
 DISCOVER_HOSTS = "discover_hosts.sh"
 KUBECTL_VOLUME = "mpi-job-kubectl"
 KUBECTL_DELIVERY = "kubectl-delivery"
-DEFAULT_KUBECTL_DELIVERY_IMAGE = "kubeflow/kubectl-delivery:latest"
+DEFAULT_KUBECTL_DELIVERY_IMAGE = "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
 """`--mpi-kubectl-delivery-image` default of training-operator."""
 INIT_RESOURCES = {"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"}
 GPU_SUFFIX = ".com/gpu"

@@ -103,7 +103,7 @@ async def test_success() -> None:
 
         await c.wait_for(workers_gone, what="workers cleaned up (cleanPodPolicy Running)")
         events = await c.events("test")
-        assert {e["source"]["component"] for e in events} == {"mpi-operator"}
+        assert {e["source"]["component"] for e in events} == {"mpi-job-controller"}  # mpi-operator's recorder
         assert {e["involvedObject"]["apiVersion"] for e in events} == {V2}
         # The annotation patch and the status write of the first pass did not conflict.
         errors = c.manager.metrics.registry.get_sample_value(

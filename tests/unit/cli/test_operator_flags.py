@@ -43,7 +43,8 @@ def test_defaults_are_upstreams_where_they_matter() -> None:
     assert options.runtime.gang_scheduler_name == ""
     assert options.runtime.pytorch_init_container_image == "alpine:3.10"
     assert options.runtime.pytorch_init_container_max_tries == 100
-    assert options.runtime.extra["mpi_kubectl_delivery_image"] == "kubeflow/kubectl-delivery:latest"
+    delivery = options.runtime.extra["mpi_kubectl_delivery_image"]
+    assert delivery == "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
     assert options.runtime.install_crds is False
     assert webhook is not None
     assert (webhook.port, webhook.service_name, webhook.secret_name, webhook.namespace) == (

@@ -31,7 +31,7 @@ def test_mpijob_is_listed_as_its_storage_version_and_owns_children_of_both() -> 
     assert registry.SERVED_KINDS["MPIJob"].api_version == "kubeflow.org/v1"
     assert mpi.owner_api_versions() == {"kubeflow.org/v1", "kubeflow.org/v2beta1"}
     v2 = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "spec": {"mpiImplementation": "Intel"}}
-    assert mpi.controller_name_for(v2) == "mpi-operator"
+    assert mpi.controller_name_for(v2) == "mpi-job-controller"  # mpi-operator's event recorder component
     assert mpi.event_api_version(v2) == "kubeflow.org/v2beta1"
     assert resolve_kind("mpijobs.kubeflow.org").api_version == "kubeflow.org/v1"
 

@@ -88,7 +88,8 @@ def test_objects() -> None:
     spec = launcher["spec"]
     assert spec["serviceAccountName"] == "tf-launcher" and spec["restartPolicy"] == "Never"
     (init,) = spec["initContainers"]
-    assert init["name"] == "kubectl-delivery" and init["image"] == "kubeflow/kubectl-delivery:latest"
+    assert init["name"] == "kubectl-delivery"
+    assert init["image"] == "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
     assert env(init) == {"TARGET_DIR": "/opt/kube", "NAMESPACE": "default"}
     assert init["resources"]["limits"] == {"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"}
     assert env(spec["containers"][0]) == {
