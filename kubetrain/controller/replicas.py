@@ -124,8 +124,11 @@ def restart_candidates(ctx: JobReconcile, views: list[ReplicaView], ledger: Rest
 
 
 def recount(ctx: JobReconcile, view: ReplicaView) -> None:
-    """Reset and recount the type's replicaStatus from its pods (every pass, like upstream)."""
-    status = ReplicaStatus()
+    """Reset and recount the type's replicaStatus from its pods (every pass, like upstream); the
+    scale `selector` a status rule set earlier is kept (the pass that fails a job on backoffLimit
+    or deadline runs no status rule, and upstream keeps the selector its last pass wrote)."""
+    previous = ctx.status.replica_statuses.get(view.rtype)
+    status = ReplicaStatus(selector=previous.selector if previous is not None else None)
     for index in range(view.replicas):
         pod = view.pod_at(index)
         if pod is None:

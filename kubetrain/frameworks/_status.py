@@ -89,7 +89,7 @@ class StatusRun:
     def __init__(self, ctx: StatusContext, info: KindInfo) -> None:
         self.ctx = ctx
         self.kind = info.kind
-        self._before = {c.type: (c.status, c.reason) for c in ctx.status.conditions}
+        self._before = {c.type: (c.status, c.reason, c.message) for c in ctx.status.conditions}
         self._events: list[tuple[str, EventType, str, str]] = []
         if ctx.status.start_time is None:
             ctx.status.start_time = ctx.now
@@ -121,18 +121,29 @@ class StatusRun:
         if has_condition(self.ctx.status, cond_type) and self.ctx.status.completion_time is None:
             self.ctx.status.completion_time = self.ctx.now
 
-    def _appeared(self, cond_type: str) -> bool:
-        """True now, and not True with the same reason when the call began."""
+    def _appeared(self, cond_type: str, *, or_reworded: bool = False) -> bool:
+        """True now, and not True with the same reason (and, `or_reworded`, message) when the call
+        began."""
         current = get_condition(self.ctx.status, cond_type)
         if current is None or current.status != TRUE:
             return False
-        return self._before.get(cond_type) != (TRUE, current.reason)
+        before = self._before.get(cond_type)
+        if or_reworded:
+            return before != (TRUE, current.reason, current.message)
+        return before is None or before[:2] != (TRUE, current.reason)
 
     def finish(self) -> None:
-        """Record the events and counters of the conditions that appeared during this run."""
+        """Record the events of the conditions that appeared or changed their message during this
+        run (a pod pass's `job ... is restarting` becoming the status rule's `<Kind> ... is
+        restarting because N ...` is upstream's second event), and the counters of those that
+        appeared."""
         for cond_type, etype, event_reason, message in self._events:
             current = get_condition(self.ctx.status, cond_type)
-            if self._appeared(cond_type) and current is not None and current.message == message:
+            if (
+                self._appeared(cond_type, or_reworded=True)
+                and current is not None
+                and current.message == message
+            ):
                 self.ctx.event(etype, event_reason, message)
         for cond, metric in _COUNTED:
             if self._appeared(cond):

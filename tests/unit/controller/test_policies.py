@@ -316,3 +316,40 @@ def test_pod_creation_error_becomes_failed_create_pod_event(monkeypatch: pytest.
     assert ("Warning", "FailedCreatePod", "Error creating: port not found") in event_list(result)
     assert created(result) == {}
     assert sorted(created(result, "Service")) == ["test-job-master-0"]
+
+
+def test_retryable_exit_code_records_both_restarting_events_as_upstream() -> None:
+    """training-operator records the pod pass's restart and its status rule's, with the failed count
+    (the differential tier showed the second missing: the condition's reason was already True)."""
+    c = _running_cluster(job("PyTorchJob").replicas("Worker", 2, restart_policy="ExitCode"))
+    c.set_pods(None, lambda p: p.failed(137) if p.obj["metadata"]["name"].endswith("-1") else p)
+    restarting = [e for e in event_list(c.step(at(2))) if e[1] == "PyTorchJobRestarting"]
+    assert restarting == [
+        ("Warning", "PyTorchJobRestarting", "job test-job is restarting because Worker replica(s) failed."),
+        (
+            "Warning",
+            "PyTorchJobRestarting",
+            "PyTorchJob test-job is restarting because 1 Worker replica(s) failed.",
+        ),
+    ]
+
+
+def test_backoff_limit_failure_keeps_the_replica_selector() -> None:
+    """The pass that fails a job on its backoffLimit runs no status rule; upstream keeps the
+    replicaStatuses its last pass wrote, selector included."""
+    c = _running_cluster(job("PyTorchJob").replicas("Worker", 2, restart_policy="OnFailure").backoff_limit(1))
+    selector = (
+        "training.kubeflow.org/job-name=test-job,training.kubeflow.org/operator-name=pytorchjob-controller"
+    )
+    assert (
+        c.job["status"]["replicaStatuses"]["Worker"]["selector"]
+        == f"{selector},training.kubeflow.org/replica-type=worker"
+    )
+    c.set_pods(None, lambda p: p.restarts(1) if p.obj["metadata"]["name"].endswith("-0") else p)
+    result = c.step(at(5))
+    assert conditions(result.status)[-1][0:3] == ("Failed", "True", "PyTorchJobFailed")
+    assert result.status is not None
+    assert (
+        result.status["replicaStatuses"]["Worker"]["selector"]
+        == f"{selector},training.kubeflow.org/replica-type=worker"
+    )
