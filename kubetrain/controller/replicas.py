@@ -234,8 +234,9 @@ def reconcile_services(ctx: JobReconcile, view: ReplicaView) -> None:
 
 
 def commit_restarts(ctx: JobReconcile, ledger: RestartLedger) -> None:
-    """Delete the staged Failed pods so they are recreated, and count each restart once."""
+    """Delete the staged Failed pods so they are recreated (with upstream's `SuccessfulDeletePod`
+    event: its PodControl records every delete), and count each restart once."""
     for pod in ctx.staged.restarts:
-        if ctx.delete(pod, None, None):
+        if ctx.delete(pod, events.SUCCESSFUL_DELETE_POD, events.deleted_pod(name_of(pod))):
             ledger.record_restart(pod)
             ctx.metric(METRIC_RESTARTED)

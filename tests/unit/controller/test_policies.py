@@ -319,11 +319,14 @@ def test_pod_creation_error_becomes_failed_create_pod_event(monkeypatch: pytest.
 
 
 def test_retryable_exit_code_records_both_restarting_events_as_upstream() -> None:
-    """training-operator records the pod pass's restart and its status rule's, with the failed count
-    (the differential tier showed the second missing: the condition's reason was already True)."""
+    """training-operator records the pod's delete, the pod pass's restart and its status rule's, with
+    the failed count (the differential tier showed the delete's and the second missing: the
+    condition's reason was already True)."""
     c = _running_cluster(job("PyTorchJob").replicas("Worker", 2, restart_policy="ExitCode"))
     c.set_pods(None, lambda p: p.failed(137) if p.obj["metadata"]["name"].endswith("-1") else p)
-    restarting = [e for e in event_list(c.step(at(2))) if e[1] == "PyTorchJobRestarting"]
+    recorded = event_list(c.step(at(2)))
+    assert ("Normal", "SuccessfulDeletePod", "Deleted pod: test-job-worker-1") in recorded  # PodControl's
+    restarting = [e for e in recorded if e[1] == "PyTorchJobRestarting"]
     assert restarting == [
         ("Warning", "PyTorchJobRestarting", "job test-job is restarting because Worker replica(s) failed."),
         (
