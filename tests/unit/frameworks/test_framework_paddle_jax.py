@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from framework_builders import (
+
+from kubetrain.api.types import TrainingJob
+from kubetrain.frameworks.base import TopologyError
+from kubetrain.frameworks.jax import JAX
+from kubetrain.frameworks.paddle import PADDLE
+from tests.unit.frameworks.framework_builders import (
     build_pod,
     conds,
     created,
@@ -14,11 +19,6 @@ from framework_builders import (
     selector_of,
     status,
 )
-
-from kubetrain.api.types import TrainingJob
-from kubetrain.frameworks.base import TopologyError
-from kubetrain.frameworks.jax import JAX
-from kubetrain.frameworks.paddle import PADDLE
 
 POD_IP = ("POD_IP_DUMMY", {"fieldRef": {"fieldPath": "status.podIP"}})
 

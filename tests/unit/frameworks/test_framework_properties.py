@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 import json
 
-from framework_builders import conds, created, job, replica, run_status, status
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubetrain.api.kinds import KINDS
 from kubetrain.frameworks._env import go_json
+from tests.unit.frameworks.framework_builders import conds, created, job, replica, run_status, status
 
 RESTARTS = ("Never", "OnFailure", "ExitCode")
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from framework_builders import (
+
+from kubetrain.api.types import ElasticPolicy, RDZVConf, RunPolicy, TrainingJob
+from kubetrain.frameworks.base import FrameworkSettings, TopologyError
+from kubetrain.frameworks.pytorch import DEFAULT_INIT_CONTAINER_TEMPLATE, PYTORCH
+from tests.unit.frameworks.framework_builders import (
     NOW,
     build_pod,
     conds,
@@ -20,10 +24,6 @@ from framework_builders import (
     status,
     template_of,
 )
-
-from kubetrain.api.types import ElasticPolicy, RDZVConf, RunPolicy, TrainingJob
-from kubetrain.frameworks.base import FrameworkSettings, TopologyError
-from kubetrain.frameworks.pytorch import DEFAULT_INIT_CONTAINER_TEMPLATE, PYTORCH
 
 KIND = "PyTorchJob"
 

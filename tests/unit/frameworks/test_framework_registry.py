@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from framework_builders import created, framework_for, job, replica, run_status, status
 
 from kubetrain.api.kinds import KINDS
 from kubetrain.frameworks.base import FrameworkSettings
 from kubetrain.kinds.registry import REGISTRY
+from tests.unit.frameworks.framework_builders import created, framework_for, job, replica, run_status, status
 
 
 def test_every_generic_kind_has_a_plugin_and_only_they() -> None:

@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from framework_builders import (
+
+from kubetrain.api.types import TrainingJob
+from kubetrain.frameworks import tensorflow as tf
+from kubetrain.frameworks.base import FrameworkSettings, TopologyError
+from kubetrain.frameworks.tensorflow import TENSORFLOW
+from tests.unit.frameworks.framework_builders import (
     EARLIER,
     NOW,
     build_pod,
@@ -22,11 +27,6 @@ from framework_builders import (
     status,
     template_of,
 )
-
-from kubetrain.api.types import TrainingJob
-from kubetrain.frameworks import tensorflow as tf
-from kubetrain.frameworks.base import FrameworkSettings, TopologyError
-from kubetrain.frameworks.tensorflow import TENSORFLOW
 
 RUNNING = ("Running", "True", "TFJobRunning", "TFJob ns/j is running.")
 SUCCEEDED = ("Succeeded", "True", "TFJobSucceeded", "TFJob ns/j successfully completed.")

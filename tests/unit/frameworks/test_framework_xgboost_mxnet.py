@@ -6,12 +6,22 @@ from __future__ import annotations
 import json
 
 import pytest
-from framework_builders import NOW, build_pod, conds, created, env_of, job, replica, run_status, status
 
 from kubetrain.api.types import TrainingJob
 from kubetrain.frameworks.base import TopologyError
 from kubetrain.frameworks.mxnet import MXNET
 from kubetrain.frameworks.xgboost import XGBOOST
+from tests.unit.frameworks.framework_builders import (
+    NOW,
+    build_pod,
+    conds,
+    created,
+    env_of,
+    job,
+    replica,
+    run_status,
+    status,
+)
 
 XGB = "XGBoostJob"
 
