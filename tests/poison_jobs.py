@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from kubetrain.api import jsonsafe
+from kubetrain.kube import jsonsafe
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 KindVersion = tuple[str, str]

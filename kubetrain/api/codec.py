@@ -15,9 +15,9 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar, Union, get_args, get_origin
 
-from kubetrain.api import jsonsafe
 from kubetrain.api.fielderrors import ErrorList, ErrorType, FieldError, invalid
 from kubetrain.api.types import Int32, Int64
+from kubetrain.kube import jsonsafe
 
 T = TypeVar("T")
 

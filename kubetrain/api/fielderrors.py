@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from kubetrain.api.jsonsafe import too_deep
+from kubetrain.kube.jsonsafe import too_deep
 
 
 class ErrorType(StrEnum):

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from kubernetes_asyncio.client import Configuration
 
-from kubetrain.api import jsonsafe
+from kubetrain.kube import jsonsafe
 from kubetrain.kube.backoff import Backoff
 from kubetrain.kube.client import (
     JSON_PATCH,

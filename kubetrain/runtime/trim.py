@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from sys import intern
 from typing import Any
 
-from kubetrain.api.jsonsafe import transform
+from kubetrain.kube.jsonsafe import transform
 from kubetrain.runtime.share import Sharer
 
 JsonDict = dict[str, Any]

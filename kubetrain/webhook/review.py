@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api import jsonsafe
+from kubetrain.kube import jsonsafe
 
 ADMISSION_V1 = "admission.k8s.io/v1"
 ADMISSION_V1BETA1 = "admission.k8s.io/v1beta1"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from kubetrain.api import jsonsafe
-from kubetrain.api.jsonsafe import GO_MAX_DEPTH, TooDeep, equal
+from kubetrain.kube import jsonsafe
+from kubetrain.kube.jsonsafe import GO_MAX_DEPTH, TooDeep, equal
 
 __all__ = ["GO_MAX_DEPTH", "TooDeep", "clone", "dumps", "equal", "iterate", "loads"]
 

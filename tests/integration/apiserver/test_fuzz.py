@@ -28,10 +28,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubetrain.api import jsonsafe
 from kubetrain.cli.plane import kubeflow_admission
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.kinds.registry import crd_manifests
+from kubetrain.kube import jsonsafe
 from tests.poison_jobs import (
     ALL_KINDS,
     BODY_DAMAGE,

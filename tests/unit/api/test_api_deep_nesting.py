@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 from api_builders import valid_job
 
-from kubetrain.api import jsonsafe
 from kubetrain.api.codec import decode, encode, json_clone
 from kubetrain.api.defaults import apply_defaults
 from kubetrain.api.jobs import parse_job
@@ -21,23 +19,8 @@ from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import aggregate, validate_raw
 from kubetrain.api.validation_mpi import validate_extra
-
-DEPTHS = (600, 5000)
-
-
-def nested(depth: int, leaf: Any = "x") -> Any:
-    value = leaf
-    for i in range(depth):
-        value = [value] if i % 2 else {"k": value}
-    return value
-
-
-def depth_of(value: Any) -> int:
-    level = 0
-    while isinstance(value, dict | list):
-        value = value["k"] if isinstance(value, dict) else value[0]
-        level += 1
-    return level
+from kubetrain.kube import jsonsafe
+from tests.nesting import DEPTHS, depth_of, nested
 
 
 def deep_job(kind: str, depth: int) -> dict[str, Any]:
@@ -46,43 +29,6 @@ def deep_job(kind: str, depth: int) -> dict[str, Any]:
     container = next(iter(specs.values()))["template"]["spec"]["containers"][0]
     container["command"] = [nested(depth)]
     return job
-
-
-@pytest.mark.parametrize("depth", DEPTHS)
-def test_loads_and_dumps_any_depth(depth: int) -> None:
-    value = {"a": nested(depth)}
-    text = jsonsafe.dumps(value)
-    with pytest.raises(TypeError):
-        orjson.dumps(value)  # what the fallback is for
-    back = jsonsafe.loads(text)
-    assert depth_of(back["a"]) == depth
-    assert jsonsafe.dumps(back) == text
-
-
-def test_loads_matches_orjson_on_ordinary_json() -> None:
-    text = b'{"a": [1, -2.5e3, true, false, null, "\\u00e9\\n", {"b": []}, {}], "c" : "d"}'
-    assert jsonsafe._parse(text.decode()) == orjson.loads(text)
-
-
-@pytest.mark.parametrize("bad", ["[1,]", '{"a" 1}', "[1 2]", "", "{", "[1]x", "nul", '{"a":1,}'])
-def test_loads_rejects_what_is_not_json(bad: str) -> None:
-    with pytest.raises(jsonsafe.JSONError):
-        jsonsafe.loads(bad)
-
-
-def test_lone_surrogates_become_replacement_characters_like_go() -> None:
-    assert jsonsafe.loads(b'{"a": "x\\ud800y", "\\udc00": ["\\ud83d\\ude00"]}') == {
-        "a": "x\ufffdy",
-        "\ufffd": ["\U0001f600"],
-    }
-    assert orjson.loads(jsonsafe.dumps({"a": "\ud800", "\udfff": 1})) == {"a": "\ufffd", "\ufffd": 1}
-
-
-@pytest.mark.parametrize("depth", DEPTHS)
-def test_too_deep_names_the_first_path_past_the_limit(depth: int) -> None:
-    path = jsonsafe.too_deep({"spec": {"x": nested(depth)}}, 10)
-    assert path == "spec.x[0].k[0].k[0].k[0].k"  # levels 1 (root) to 11
-    assert jsonsafe.too_deep({"spec": nested(8)}, 10) is None
 
 
 @pytest.mark.parametrize("depth", DEPTHS)

@@ -16,7 +16,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from kubetrain.api import jsonsafe
 from kubetrain.api.defaults import apply_defaults
 from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.api.validation import aggregate, validate_raw
@@ -25,6 +24,7 @@ from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.mpi import plan as mpi_plan
 from kubetrain.controller.plan import CreateObject, Observed, PatchObject
 from kubetrain.kinds.registry import plan
+from kubetrain.kube import jsonsafe
 from kubetrain.runtime.transport import _decode, _encode
 from kubetrain.runtime.trim import trim_generic
 from tests.poison_jobs import Recipe, example_jobs, nested, recipes

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubetrain.api import jsonsafe
+from kubetrain.kube import jsonsafe
 from kubetrain.kube.client import watch_event, watch_lines
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.cache import Store

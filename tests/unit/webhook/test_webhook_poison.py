@@ -12,8 +12,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from webhook_jobs import request, review, valid_job
 
-from kubetrain.api import jsonsafe
 from kubetrain.api.kinds import KINDS
+from kubetrain.kube import jsonsafe
 from kubetrain.webhook.handler import admit, webhook_path
 from kubetrain.webhook.review import parse_review
 from kubetrain.webhook.server import WebhookServer
