@@ -1,8 +1,11 @@
 """What a job's run leaves on the API server, as flat `path -> value` views two runs can be diffed by.
 
 A view keeps what an operator decides: the names, labels, annotations, ownerReferences and specs
-of the job's pods and of the Services, ConfigMaps, Secrets (keys only) and batch Jobs it owns, and
-the job's status conditions (in order) and replicaStatuses. Normalised are only what must differ
+of the job's pods and of the children it owns (Services, ConfigMaps, Secrets (keys only), batch
+Jobs, ServiceAccounts, Roles, RoleBindings, HorizontalPodAutoscalers, PodGroups), the job's final
+status conditions (in order) and replicaStatuses, the sequence of its condition transitions as a
+watch saw them, and its Events (type, reason, message and reporting component; not their counts,
+which follow how often a reconcile ran). Normalised are only what must differ
 between two runs: uids (wherever they appear), times, resourceVersions, generated names and keys,
 and the namespace's name inside values. Lists of named items (containers, env, ports,
 volumes) are keyed by name, so a diff names the variable or port that differs.
@@ -27,6 +30,15 @@ VOLATILE_METADATA = {
 }
 GENERATED = re.compile(r"kube-api-access-[a-z0-9]{5}")
 """The ServiceAccount admission's projected token volume: a random suffix per pod."""
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A uid inside a message (the kubelet's `pod=<name>_<namespace>(<uid>)`), of an object the view may
+no longer hold."""
+BACK_OFF = re.compile(r"back-off \d+(\.\d+)?m?s")
+"""The kubelet's current crash-loop back-off inside a message: it depends on when it was read."""
+PER_PASS_EVENTS = {"ExitedWithCode"}
+"""Events training-operator records in every reconcile pass that sees a terminated container before
+the job finished, so whether one is recorded at all depends on the pass timing (a container that
+ends in the pass that finishes the job has none): left out of both views."""
 NODE_ASSIGNED = {"nodeName"}
 
 
@@ -101,14 +113,41 @@ def _status(job: JsonDict) -> JsonDict:
     }
 
 
-def view(job: JsonDict, pods: list[JsonDict], children: dict[str, list[JsonDict]]) -> dict[str, Any]:
-    """The flat view of one run; paths start with `job.status`, `Pod.<name>`, `Service.<name>`,
-    `ConfigMap.<name>`, ... (`children` by kind)."""
+def transition(condition: JsonDict) -> str:
+    """One condition's state as a transition line: `Type=Status Reason: message`."""
+    return f"{condition['type']}={condition['status']} {condition.get('reason')}: {condition.get('message')}"
+
+
+def _events(events: list[JsonDict], namespace: str, uids: set[str]) -> JsonDict:
+    """`type -> reason -> message -> component` (a message is a key, so normalised first)."""
+    out: JsonDict = {}
+    for event in events:
+        if event.get("reason") in PER_PASS_EVENTS:
+            continue
+        message = (event.get("message") or "").replace(namespace, "<namespace>")  # also `<pod>_<namespace>`
+        message = BACK_OFF.sub("back-off <n>s", UID.sub("<uid>", _normalise(message, namespace, uids)))
+        component = (event.get("source") or {}).get("component") or event.get("reportingComponent")
+        out.setdefault(event.get("type"), {}).setdefault(event.get("reason"), {})[message] = component
+    return out
+
+
+def view(
+    job: JsonDict,
+    pods: list[JsonDict],
+    children: dict[str, list[JsonDict]],
+    *,
+    transitions: list[str] | None = None,
+    events: list[JsonDict] | None = None,
+) -> dict[str, Any]:
+    """The flat view of one run; paths start with `job.status`, `job.transitions`, `job.events`,
+    `Pod.<name>`, `Service.<name>`, `ConfigMap.<name>`, ... (`children` by kind)."""
     namespace = job["metadata"]["namespace"]
     objects = [job, *pods, *(o for items in children.values() for o in items)]
     uids = {o["metadata"]["uid"] for o in objects}
     tree: JsonDict = {
         "job.status": _status(job),
+        "job.transitions": {str(i): t for i, t in enumerate(transitions or ())},
+        "job.events": _events(events or [], namespace, uids),
         "Pod": {
             _name(p): {
                 "metadata": _metadata(p),

@@ -1,6 +1,9 @@
 """The differential tier's session: one real control plane, one `kubetrain node`, and every scenario
 run under its upstream operator (training-operator, then mpi-operator), then under `kubetrain
-operator`, each operator in a namespace of its own.
+operator`, each operator in a namespace of its own; the scenarios of one operator run concurrently
+(`KUBETRAIN_DIFF_CONCURRENCY` at a time). Gang scheduling is a flag of the whole operator, so its
+scenarios run in a phase of their own: each operator again with `--gang-scheduler-name` and
+scheduler-plugins' PodGroup CRD installed.
 
 Two operators never reconcile at the same time: each upstream one runs with its own CRDs (of the
 same module version) and is stopped before the next; ours then replaces them with kubetrain's.
@@ -11,6 +14,7 @@ with `scripts/k8s-control-plane` (cached binaries: seconds).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import shutil
@@ -28,7 +32,7 @@ from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.crds import CRD_API, install_crds
 from kubetrain.runtime.transport import KubeClient
 from tests.differential import compare, peers, scenarios
-from tests.integration.operator_process.jobs import wait_for
+from tests.integration.operator_process.jobs import get_or_none, wait_for
 from tests.integration.operator_process.procs import REPO, OperatorProc, Proc
 
 JsonDict = dict[str, Any]
@@ -38,10 +42,29 @@ NO_WEBHOOK = "--no-webhook"
 """Neither operator's webhook is registered with the API server: both see the same, unvalidated,
 job (upstream v1.9.2 has no flag to turn its webhook server off, so it serves one nobody calls)."""
 PEERS = {"training-operator": peers.UpstreamTrainingOperator, "mpi-operator": peers.UpstreamMPIOperator}
-"""Upstream's operators, in the order they run; each takes the scenarios `scenarios.upstream_of` gives it."""
-CHILD_KINDS = (("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"), ("batch/v1", "Job"))
+"""Upstream's operators, in the order they run; each takes the scenarios `scenarios.of_upstream` gives it."""
+CHILD_KINDS = (
+    ("v1", "Service"),
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "ServiceAccount"),
+    ("batch/v1", "Job"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+)
 """What an operator creates beside pods, compared when the job owns it (MPIJob v2beta1: its hostfile
-ConfigMap, SSH Secret and launcher Job)."""
+ConfigMap, SSH Secret and launcher Job; MPIJob v1: its launcher's ServiceAccount, Role and
+RoleBinding; an elastic PyTorchJob: its HPA; gang scheduling: the PodGroup). A kind the plane does
+not serve (the PodGroup CRD) has none."""
+CONCURRENCY = int(os.environ.get("KUBETRAIN_DIFF_CONCURRENCY", "4"))
+"""Scenarios of one operator run this many at a time (each in its own job; they share the node)."""
+SETTLE = 2.0
+"""A finished run is taken once its pods and status stayed the same this long."""
+IGNORED_FOR = 8.0
+"""How long a job the operator must leave alone is watched."""
+TTL_WAIT = 60.0
 OUR_CRDS = REPO / "manifests" / "crds"
 
 
@@ -51,6 +74,8 @@ class Run:
 
     view: dict[str, Any]
     logs: str
+    error: str = ""
+    """Why the run has no view (its scenario's test fails with it; the others still compare)."""
 
 
 @dataclass
@@ -106,26 +131,175 @@ def settled(status: JsonDict) -> bool:
     return "Succeeded" in true and not any(r.get("active") for r in replicas)
 
 
-async def _run(kube: KubeClient, scenario: str, namespace: str) -> dict[str, Any]:
-    """Create the scenario's job, wait until it finished, and take its view."""
-    job = scenarios.manifest(scenario, namespace)
-    await kube.create(job)
-    name = job["metadata"]["name"]
+class Transitions:
+    """The job's condition transitions in the order a watch from before its creation saw them: a
+    line each time a condition type's status, reason or message changes (however the operator
+    batched its writes), so a Running -> Restarting -> Running sequence shows, not only its end."""
 
-    selector = f"training.kubeflow.org/job-name={name}"
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._last: dict[str, str] = {}
 
-    async def finished() -> tuple[JsonDict, list[JsonDict]] | None:
-        pods, _ = await kube.list("v1", "Pod", namespace, label_selector=selector)
-        current = await kube.get(job["apiVersion"], job["kind"], namespace, name)
-        ended = all(p.get("status", {}).get("phase") in ("Succeeded", "Failed") for p in pods)
-        return (current, pods) if ended and settled(current.get("status") or {}) else None
+    def observe(self, job: JsonDict) -> None:
+        for condition in (job.get("status") or {}).get("conditions") or ():
+            line = compare.transition(condition)
+            if self._last.get(condition["type"]) != line:
+                self._last[condition["type"]] = line
+                self.lines.append(line)
 
-    done, pods = await wait_for(finished, JOB_TIMEOUT, f"{job['kind']} {namespace}/{name} finished", 0.5)
+    async def follow(self, kube: KubeClient, job: JsonDict, listening: asyncio.Event) -> None:
+        api_version, kind = job["apiVersion"], job["kind"]
+        namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        selector = f"metadata.name={name}"
+        _, rv = await kube.list(api_version, kind, namespace, field_selector=selector)
+        listening.set()
+        while True:
+            async for event in kube.watch(
+                api_version, kind, namespace, resource_version=rv, field_selector=selector
+            ):
+                if event["type"] in ("ADDED", "MODIFIED"):
+                    self.observe(event["object"])
+                    rv = event["object"]["metadata"]["resourceVersion"]
+
+
+async def _get(kube: KubeClient, job: JsonDict) -> JsonDict | None:
+    meta = job["metadata"]
+    return await get_or_none(kube, job["apiVersion"], job["kind"], meta["namespace"], meta["name"])
+
+
+async def _observed(kube: KubeClient, job: JsonDict) -> tuple[JsonDict | None, list[JsonDict]]:
+    selector = f"training.kubeflow.org/job-name={job['metadata']['name']}"
+    pods, _ = await kube.list("v1", "Pod", job["metadata"]["namespace"], label_selector=selector)
+    return await _get(kube, job), pods
+
+
+def _over(scenario: scenarios.Scenario, job: JsonDict | None, pods: list[JsonDict]) -> bool:
+    if scenario.end is scenarios.End.CREATED:
+        return job is not None and len(pods) == _replicas(job)
+    if job is None or not settled(job.get("status") or {}):
+        return False
+    if any(p["metadata"].get("deletionTimestamp") for p in pods):
+        return False
+    ended = all(p.get("status", {}).get("phase") in ("Succeeded", "Failed") for p in pods)
+    return ended or scenario.end is scenarios.End.PODS_MAY_RUN
+
+
+def _replicas(job: JsonDict) -> int:
+    specs = next(v for k, v in job["spec"].items() if k.endswith("ReplicaSpecs"))
+    return sum(int(spec.get("replicas", 1)) for spec in specs.values())
+
+
+def _fingerprint(job: JsonDict | None, pods: list[JsonDict]) -> Any:
+    status = (job or {}).get("status") or {}
+    return (
+        status.get("conditions"),
+        status.get("replicaStatuses"),
+        sorted(p["metadata"]["uid"] for p in pods),
+    )
+
+
+async def _until_over(
+    kube: KubeClient, scenario: scenarios.Scenario, job: JsonDict
+) -> tuple[JsonDict, list[JsonDict]]:
+    """The job and its pods once the run is over and stayed so for `SETTLE` seconds."""
+    if scenario.end is scenarios.End.IGNORED:
+        await asyncio.sleep(IGNORED_FOR)
+        current, pods = await _observed(kube, job)
+        assert current is not None
+        return current, pods
+    name = f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']} finished"
+    while True:
+
+        async def over() -> tuple[JsonDict, list[JsonDict]] | None:
+            current, pods = await _observed(kube, job)
+            return (current, pods) if current is not None and _over(scenario, current, pods) else None
+
+        done, pods = await wait_for(over, JOB_TIMEOUT, name, 0.5)
+        await asyncio.sleep(SETTLE)
+        again, pods_again = await _observed(kube, job)
+        if _fingerprint(done, pods) == _fingerprint(again, pods_again):
+            return done, pods
+
+
+async def _resume_when_suspended(kube: KubeClient, job: JsonDict) -> None:
+    async def suspended() -> bool:
+        current = await _get(kube, job)
+        conditions = ((current or {}).get("status") or {}).get("conditions") or ()
+        return any(c["type"] == "Suspended" and c["status"] == "True" for c in conditions)
+
+    await wait_for(suspended, 60, f"{job['metadata']['name']} Suspended", 0.2)
+    await kube.merge_patch(
+        job["apiVersion"],
+        job["kind"],
+        job["metadata"]["namespace"],
+        job["metadata"]["name"],
+        {"spec": {"runPolicy": {"suspend": False}}},
+    )
+
+
+async def _deleted(kube: KubeClient, job: JsonDict) -> bool:
+    async def gone() -> bool:
+        return await _get(kube, job) is None
+
+    try:
+        await wait_for(gone, TTL_WAIT, f"{job['metadata']['name']} deleted by its TTL", 0.5)
+    except (TimeoutError, AssertionError):
+        return False
+    return True
+
+
+async def _children(kube: KubeClient, owner: JsonDict) -> dict[str, list[JsonDict]]:
     children: dict[str, list[JsonDict]] = {}
     for api_version, kind in CHILD_KINDS:
-        items, _ = await kube.list(api_version, kind, namespace)
-        children[kind] = [o for o in items if _owned_by(o, done)]
-    return compare.view(done, pods, children)
+        try:
+            items, _ = await kube.list(api_version, kind, owner["metadata"]["namespace"])
+        except ApiError as err:
+            if err.not_found:  # a CRD the plane does not serve
+                continue
+            raise
+        children[kind] = [o for o in items if _owned_by(o, owner)]
+    return children
+
+
+async def _events(kube: KubeClient, job: JsonDict) -> list[JsonDict]:
+    selector = f"involvedObject.uid={job['metadata']['uid']}"
+    events, _ = await kube.list("v1", "Event", job["metadata"]["namespace"], field_selector=selector)
+    return events
+
+
+async def _run(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
+    """Create the scenario's job (watching its conditions from before), drive it as the scenario
+    says, wait until its run is over, and take its view; then delete it (pods may still run)."""
+    scenario = scenarios.SCENARIOS[name]
+    job = scenarios.manifest(name, namespace)
+    transitions = Transitions()
+    async with await _client(kubeconfig) as kube:
+        listening = asyncio.Event()
+        follower = asyncio.create_task(transitions.follow(kube, job, listening))
+        try:
+            await asyncio.wait_for(listening.wait(), 30)
+            await kube.create(job)
+            if scenario.resume:
+                await _resume_when_suspended(kube, job)
+            done, pods = await _until_over(kube, scenario, job)
+            await asyncio.sleep(1.0)  # the last events are recorded asynchronously
+            seen = compare.view(
+                done,
+                pods,
+                await _children(kube, done),
+                transitions=transitions.lines,
+                events=await _events(kube, done),
+            )
+            if scenario.end is scenarios.End.DELETED:
+                seen["job.deletedByTTL"] = await _deleted(kube, job)
+        finally:
+            follower.cancel()
+        try:
+            await kube.delete(job["apiVersion"], job["kind"], namespace, job["metadata"]["name"])
+        except ApiError as err:
+            if not err.not_found:
+                raise
+    return seen
 
 
 def _owned_by(obj: JsonDict, owner: JsonDict) -> bool:
@@ -163,17 +337,32 @@ async def _drop_if_incompatible(kube: KubeClient, crd: JsonDict) -> None:
 async def _phase(
     kubeconfig: Path, crds: list[JsonDict], start: Any, namespace: str, wanted: list[str]
 ) -> dict[str, Run]:
+    """Every wanted scenario under one operator, `CONCURRENCY` at a time, in one namespace."""
     async with await _client(kubeconfig) as kube:
         for crd in crds:
             await _drop_if_incompatible(kube, crd)
         await install_crds(kube, crds)
         await _namespace(kube, namespace)
-        operator = start(namespace)
-        try:
-            await operator.wait_ready()
-            return {s: Run(await _run(kube, s, namespace), str(operator.log_path)) for s in wanted}
-        finally:
-            operator.stop()
+    operator = start(namespace)
+    slots = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(name: str) -> Run:
+        async with slots:
+            try:
+                return Run(await _run(kubeconfig, name, namespace), str(operator.log_path))
+            except Exception as exc:
+                return Run({}, str(operator.log_path), f"{type(exc).__name__}: {exc}")
+
+    try:
+        await operator.wait_ready()
+        runs = await asyncio.gather(*(one(s) for s in wanted))
+        return dict(zip(wanted, runs, strict=True))
+    finally:
+        operator.stop()
+
+
+def _our_operator(kubeconfig: Path, log: Path, flags: list[str], namespace: str) -> OperatorProc:
+    return OperatorProc(kubeconfig, log, "--namespace", namespace, NO_WEBHOOK, *flags)
 
 
 def _plane(directory: Path) -> Path:
@@ -219,26 +408,39 @@ def differential(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     try:
         asyncio.run(_wait_node_ready(kubeconfig, node_name))
         runs = Runs()
+        gang_crds = [peers.podgroup_crd()]  # served in every phase, so each sees the same kinds
         for name, (binary, crds) in upstream.items():
-            wanted = [s for s in scenarios.SCENARIOS if scenarios.upstream_of(s) == name]
-            runs.upstream |= asyncio.run(
+            for gang in (False, True):
+                if not (wanted := scenarios.of_upstream(name, gang=gang)):
+                    continue
+                tag = "-gang" if gang else ""
+                start = partial(
+                    PEERS[name],
+                    binary,
+                    kubeconfig,
+                    log_path=logs / f"upstream-{name}{tag}.log",
+                    extra=(f"--gang-scheduler-name={peers.GANG_SCHEDULER}",) if gang else (),
+                )
+                namespace = f"upstream-{name}{tag}-{suffix}"
+                runs.upstream |= asyncio.run(_phase(kubeconfig, crds + gang_crds, start, namespace, wanted))
+        for gang in (False, True):
+            tag = "-gang" if gang else ""
+            flags = ["--gang-scheduler-name", peers.GANG_SCHEDULER] if gang else []
+            log = logs / f"kubetrain{tag}.log"
+            runs.kubetrain |= asyncio.run(
                 _phase(
                     kubeconfig,
-                    crds,
-                    partial(PEERS[name], binary, kubeconfig, log_path=logs / f"upstream-{name}.log"),
-                    f"upstream-{name}-{suffix}",
-                    wanted,
+                    our_crds + gang_crds,
+                    partial(_our_operator, kubeconfig, log, flags),
+                    f"kubetrain{tag}-{suffix}",
+                    scenarios.of_phase(gang=gang),
                 )
             )
-        runs.kubetrain = asyncio.run(
-            _phase(
-                kubeconfig,
-                our_crds,
-                lambda ns: OperatorProc(kubeconfig, logs / "kubetrain.log", "--namespace", ns, NO_WEBHOOK),
-                f"kubetrain-{suffix}",
-                list(scenarios.SCENARIOS),
-            )
-        )
+        for side, seen in (("upstream", runs.upstream), ("kubetrain", runs.kubetrain)):
+            for scenario, run in seen.items():  # for reading a failure: the whole view of each run
+                (logs / f"view-{side}-{scenario}.json").write_text(
+                    json.dumps(run.view, indent=1, sort_keys=True)
+                )
         yield runs
     finally:
         node.stop()

@@ -20,7 +20,26 @@ class Deliberate:
     """Accepted only where upstream's view lacks the path (kubetrain sets what upstream drops)."""
     values: tuple[object, object] | None = None
     """Accepted only for exactly these values (upstream's, kubetrain's)."""
+    scenarios: tuple[str, ...] = ()
+    """Accepted only in these scenarios (all when empty)."""
 
+
+CLEAN_POD_POLICY_ON_LIMIT = (
+    "#clean-pod-policy-on-failure: cleanPodPolicy is honoured when a job fails by backoffLimit or deadline",
+    (
+        "kubeflow/trainer#3419; v1.9.2 pkg/controller.v1/common/job.go ReconcileJobs calls "
+        "DeletePodsAndServices before it sets the Failed condition, so the policy's `IsFinished` "
+        "check is false and every pod and Service goes, whatever cleanPodPolicy says"
+    ),
+)
+MPI_V1_EXIST_EVENTS = (
+    "#mpijob-v1-reason: MPIJob v1 without the noisy `... is exist` events",
+    (
+        "no issue filed; v1.9.2 pkg/controller.v1/mpi/mpijob_controller.go getOrCreateServiceAccount, "
+        "getOrCreateLauncherRole and getLauncherRoleBinding record a Normal event in every pass that "
+        "finds the object (`ServiceAccount is exist`, ...)"
+    ),
+)
 
 DELIBERATE: tuple[Deliberate, ...] = (
     Deliberate(
@@ -49,15 +68,83 @@ DELIBERATE: tuple[Deliberate, ...] = (
         upstream="kubernetes/kubernetes#115844 (mpi-operator v0.8.0 leaves the default TerminatingOrFailed)",
         values=("TerminatingOrFailed", "Failed"),
     ),
+    Deliberate(
+        paths=r"(Pod|Service)(\..*)?",
+        difference=CLEAN_POD_POLICY_ON_LIMIT[0],
+        upstream=CLEAN_POD_POLICY_ON_LIMIT[1],
+        upstream_absent=True,
+        scenarios=("backoff-limit-clean-none",),
+    ),
+    Deliberate(
+        paths=r"Pod|Service",
+        difference=CLEAN_POD_POLICY_ON_LIMIT[0],
+        upstream=CLEAN_POD_POLICY_ON_LIMIT[1],
+        values=({}, "<absent>"),
+        scenarios=("backoff-limit-clean-none",),
+    ),
+    Deliberate(
+        paths=r"job\.events\.Normal\.SuccessfulDelete(Pod|Service)\..*",
+        difference=CLEAN_POD_POLICY_ON_LIMIT[0],
+        upstream=CLEAN_POD_POLICY_ON_LIMIT[1],
+        values=("pytorchjob-controller", "<absent>"),
+        scenarios=("backoff-limit-clean-none",),
+    ),
+    Deliberate(
+        paths=r"job\.events\.Normal\.(ServiceAccount|LauncherRole|RoleBinding) is exist\..*",
+        difference=MPI_V1_EXIST_EVENTS[0],
+        upstream=MPI_V1_EXIST_EVENTS[1],
+        values=("mpijob-controller", "<absent>"),
+        scenarios=("mpi-v1-allreduce",),
+    ),
+    Deliberate(
+        paths=r"job\.events\..*",
+        difference=MPI_V1_EXIST_EVENTS[0],
+        upstream=(
+            "the same `... is exist` events, three per pass, exhaust client-go's EventCorrelator spam "
+            "filter (a burst of 25 per object and source, then one per 5 minutes), so v1.9.2's later "
+            "events of the job (`MPIJobSucceeded`, `Deleted pod: ...`) never reach the API server "
+            "(its log shows them recorded)"
+        ),
+        values=("<absent>", "mpijob-controller"),
+        scenarios=("mpi-v1-allreduce",),
+    ),
+    Deliberate(
+        paths=r'job\.events\.Warning\.MPIJobFailed\.launcher pod created failed: pods "[^"]+" already exists',
+        difference="#mpijob-v1-reason: MPIJob v1 creates its launcher once",
+        upstream=(
+            "no issue found; v1.9.2 pkg/controller.v1/mpi/mpijob_controller.go ReconcilePods creates "
+            "the launcher whenever its cache lacks it (no expectations), so a pass on a stale cache "
+            "creates it again and records the AlreadyExists error as a Warning (timing: not every run)"
+        ),
+        values=("mpijob-controller", "<absent>"),
+        scenarios=("mpi-v1-allreduce",),
+    ),
+    Deliberate(
+        paths=r"job\.events\.Warning\.PyTorchJobRestarting\..*",
+        difference="#restarting-event: no Restarting Warning for a job a permanent ExitCode failure failed",
+        upstream=(
+            "kubeflow/trainer#2044 (fixed the job's state in v1.8, not the event): v1.9.2's status rule "
+            "still records `<Kind> ... is restarting because N <type> replica(s) failed.` for the job "
+            "its pod pass has just failed (setCondition then drops the Restarting condition)"
+        ),
+        values=("pytorchjob-controller", "<absent>"),
+        scenarios=("exitcode-permanent-clean-running",),
+    ),
 )
 
 
-def explained(path: str, upstream_value: object, ours: object, missing: object) -> Deliberate | None:
-    """The table's entry for a difference at `path`, if one accepts it."""
-    return next((d for d in DELIBERATE if _accepts(d, path, upstream_value, ours, missing)), None)
+def explained(
+    path: str, upstream_value: object, ours: object, missing: object, scenario: str = ""
+) -> Deliberate | None:
+    """The table's entry for a difference at `path` in `scenario`, if one accepts it."""
+    return next((d for d in DELIBERATE if _accepts(d, path, upstream_value, ours, missing, scenario)), None)
 
 
-def _accepts(entry: Deliberate, path: str, upstream_value: object, ours: object, missing: object) -> bool:
+def _accepts(
+    entry: Deliberate, path: str, upstream_value: object, ours: object, missing: object, scenario: str
+) -> bool:
+    if entry.scenarios and scenario not in entry.scenarios:
+        return False
     if not re.fullmatch(entry.paths, path):
         return False
     if entry.upstream_absent and upstream_value != missing:

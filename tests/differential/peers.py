@@ -172,3 +172,29 @@ async def prepare_namespace(kube: KubeClient, namespace: str) -> None:
     await kube.create(
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": WEBHOOK_SECRET, "namespace": namespace}}
     )
+
+
+GANG_SCHEDULER = "scheduler-plugins-scheduler"
+"""The `--gang-scheduler-name` both operators get in the gang phase: a scheduler-plugins name, so
+jobs get a `scheduling.x-k8s.io` PodGroup (no such scheduler runs: the pods stay Pending)."""
+
+
+def podgroup_crd() -> JsonDict:
+    """scheduler-plugins' PodGroup CRD of the version training-operator's go.mod requires, from the
+    Go module cache its build filled (as upstream's e2e installs it)."""
+    found = _script("manifests", "training-operator")
+    if found.returncode != 0:
+        unavailable(found.stderr.strip())
+    module = next(p for p in Path(found.stdout.strip()).parents if "@" in p.name)
+    required = (module / "go.mod").read_text()
+    version = next(
+        line.split()[1]
+        for line in required.splitlines()
+        if line.strip().startswith("sigs.k8s.io/scheduler-plugins ")
+    )
+    crd = module.parents[2] / "sigs.k8s.io" / f"scheduler-plugins@{version}" / "config" / "crd" / "bases"
+    path = crd / "scheduling.x-k8s.io_podgroups.yaml"
+    if not path.exists():
+        unavailable(f"no {path}: `go mod download sigs.k8s.io/scheduler-plugins@{version}`")
+    loaded: JsonDict = yaml.safe_load(path.read_text())
+    return loaded

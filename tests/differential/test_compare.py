@@ -64,3 +64,51 @@ def test_deliberate_entries_accept_only_their_own_values() -> None:
     selector = "job.status.replicaStatuses.Worker.selector"
     assert deliberate.explained(selector, compare.MISSING, "a=b", compare.MISSING) is not None
     assert deliberate.explained(selector, "a=c", "a=b", compare.MISSING) is None
+
+
+def _event(reason: str, message: str, component: str = "pytorchjob-controller") -> JsonDict:
+    return {"type": "Warning", "reason": reason, "message": message, "source": {"component": component}}
+
+
+def test_events_are_compared_by_reason_message_and_component_not_by_timing() -> None:
+    def events(namespace: str, uid: str, back_off: str) -> list[JsonDict]:
+        crash = f"back-off {back_off} restarting failed container=pytorch pod=j-worker-1_{namespace}({uid})"
+        return [
+            _event("CrashLoopBackOff", crash),
+            _event("ExitedWithCode", f"Pod: {namespace}.j-worker-1 exited"),
+        ]
+
+    theirs_run = _run("upstream-1", "bbbbb-2", "m")
+    ours_run = _run("kubetrain-1", "aaaaa-1", "m")
+    theirs = compare.view(
+        *theirs_run, events=events("upstream-1", "0b7c2f3e-0000-4000-8000-000000000001", "10s")
+    )
+    ours = compare.view(
+        *ours_run, events=events("kubetrain-1", "0b7c2f3e-0000-4000-8000-000000000002", "20s")
+    )
+    assert compare.differences(theirs, ours) == []
+    assert not any("ExitedWithCode" in path for path in ours)  # recorded or not by pass timing
+    other = compare.view(*ours_run, events=[_event("CrashLoopBackOff", "x", component="mpi-operator")])
+    assert compare.differences(theirs, other)  # a message or component that differs is a difference
+
+
+def test_condition_transitions_are_a_sequence() -> None:
+    running = {"type": "Running", "status": "True", "reason": "R", "message": "m"}
+    lines = [compare.transition(running), compare.transition({**running, "status": "False"})]
+    theirs = compare.view(*_run("upstream-1", "bbbbb-2", "m"), transitions=lines)
+    ours = compare.view(*_run("kubetrain-1", "aaaaa-1", "m"), transitions=lines[::-1])
+    assert [path for path, _, _ in compare.differences(theirs, ours)] == [
+        "job.transitions.0",
+        "job.transitions.1",
+    ]
+
+
+def test_a_scenario_bound_entry_accepts_only_in_its_scenario() -> None:
+    path = "Pod.j-worker-0.metadata.name"
+    assert (
+        deliberate.explained(path, compare.MISSING, "j", compare.MISSING, "backoff-limit-clean-none")
+        is not None
+    )
+    assert (
+        deliberate.explained(path, compare.MISSING, "j", compare.MISSING, "backoff-limit-clean-all") is None
+    )
