@@ -32,7 +32,7 @@ from pathlib import Path
 
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
-from kubetrain.cli.nodesize import add_node_size_options, node_size
+from kubetrain.cli.nodesize import add_node_size_options, never_fits_hint, node_size
 from kubetrain.cli.serve import add_network_option
 from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import ConfigError, KubetrainError
@@ -220,7 +220,7 @@ async def _serve(
             try:
                 await agent.start()
                 if bind:
-                    binder = Binder(api)
+                    binder = Binder(api, never_fits=never_fits_hint)
                     await binder.start()
             except (ApiError, OSError, ValueError) as exc:
                 raise KubetrainError(f"cannot join the cluster at {api.base_url}: {exc}") from None
