@@ -19,6 +19,7 @@ from kubetrain.api.kinds import KindInfo
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, positive_float, run_async
 from kubetrain.cli.datadir import STATE_FILE, DataDirLock
+from kubetrain.cli.narrate import QUIET_AFTER, PodNarrator
 from kubetrain.cli.nodesize import add_node_size_options, node_size
 from kubetrain.cli.plane import LocalPlane
 from kubetrain.cli.prefixer import Prefixer, container_label
@@ -75,6 +76,14 @@ def register(sub: SubParsers) -> None:
         help=f"with --keep: where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})",
     )
     run.add_argument("--no-status", action="store_true", help="no live status line, only the logs")
+    run.add_argument(
+        "--quiet-after",
+        type=float,
+        default=QUIET_AFTER,
+        metavar="S",
+        help=f"after S seconds without output or progress, say which replicas run and why the others "
+        f"do not (default {QUIET_AFTER:g}; 0: never)",
+    )
     add_data_dir_option(
         run,
         "keep the plane's state in DIR, as `kubetrain up --data-dir DIR` does (default: in memory, "
@@ -115,9 +124,12 @@ class JobRun:
         """True once we delete the job ourselves (Ctrl-C, --timeout): its disappearance is expected."""
         self.job: dict | None = None
         self.interrupts: Interrupts | None = None
+        self.narrator: PodNarrator | None = None
 
     def emit(self, stream: Stream, line: str) -> None:
         label = container_label(stream.replica, stream.container, self.info.default_container, stream.init)
+        if self.narrator is not None:
+            self.narrator.activity()
         try:
             out.print(self.prefixer.text(label, line), markup=False, highlight=False)
         except BrokenPipeError:
@@ -155,15 +167,25 @@ class JobRun:
     async def _session(self, plane: LocalPlane, client: AsyncClient, interrupts: Interrupts) -> int:
         await client.create(self.loaded.raw, self.namespace)
         follower = JobLogFollower(client, self.name, self.emit)
+        # On a terminal the status line lives on stdout's console: what is said goes above it.
         status_console = out if out.is_terminal else err
+
+        def say(line: str, alarming: bool) -> None:
+            status_console.print(line, style="red" if alarming else "yellow", markup=False, highlight=False)
+
+        self.narrator = PodNarrator(client, self.name, say, self.args.quiet_after)
         view = StatusView(status_console, self.info, self.name, live=False if self.args.no_status else None)
         tasks = [
             asyncio.create_task(follower.run(), name="follow logs"),
             asyncio.create_task(self._watch(client, view), name="watch job"),
+            asyncio.create_task(self.narrator.run(), name="say why"),
+            asyncio.create_task(self.narrator.watch_quiet(), name="notice quiet"),
         ]
         try:
             with view:
-                hit = await first_of(self.finished, interrupts.first, timeout=self.args.timeout)
+                hit = await first_of(
+                    self.finished, interrupts.first, self.narrator.fatal, timeout=self.args.timeout
+                )
             if hit is self.finished:
                 await follower.drain(LOG_DRAIN_SECONDS)
                 code = self._report()
@@ -177,6 +199,12 @@ class JobRun:
                     style="bold red",
                     markup=False,
                 )
+            elif hit is self.narrator.fatal:
+                err.print(
+                    f"{self.info.singular}/{self.name} cannot run, and waiting will not help: deleting it",
+                    style="bold red",
+                    markup=False,
+                )
             else:
                 cause = "stdout was closed" if interrupts.signum == signal.SIGPIPE else "interrupted"
                 err.print(
@@ -187,7 +215,7 @@ class JobRun:
                 )
             await follower.cancel()
             await self._delete(client, interrupts)
-            return EXIT_FAILED if hit is None else interrupts.exit_code
+            return interrupts.exit_code if hit is interrupts.first else EXIT_FAILED
         finally:
             for task in tasks:
                 task.cancel()
@@ -200,6 +228,8 @@ class JobRun:
     async def _watch(self, client: AsyncClient, view: StatusView) -> None:
         try:
             async for job in client.watch_job(self.info.kind, self.name):
+                if self.narrator is not None and (self.job or {}).get("status") != job.get("status"):
+                    self.narrator.activity()
                 self.job = job
                 view.update(job)
                 if jobstate.reached(job, jobstate.FINISHED):

@@ -420,6 +420,14 @@ class AsyncClient:
                     raise api_failure(err) from None
                 await asyncio.sleep(0.5)
 
+    async def nodes(self) -> JsonList:
+        """The cluster's nodes (their allocatable tells "waits for room" from "never fits")."""
+        try:
+            items, _ = await self.kube.list("v1", "nodes")
+        except ApiError as err:
+            raise api_failure(err) from None
+        return items
+
     async def get_pod(self, name: str) -> JsonDict:
         try:
             return await self.kube.get("v1", "pods", self.namespace, name)
