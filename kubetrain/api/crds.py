@@ -24,12 +24,6 @@ import yaml
 from kubetrain.api.kinds import KINDS, KindInfo
 from kubetrain.api.schema import Schema, schema_for_dataclass
 
-PRINTER_COLUMNS: list[dict[str, str]] = [
-    {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"},
-    {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
-]
-"""Upstream's two columns (spec §1.1): State is the type of the LAST condition."""
-
 
 def object_schema(info: KindInfo) -> Schema:
     """The openAPIV3Schema of one kind/version."""
@@ -63,7 +57,9 @@ def version_entry(info: KindInfo, *, storage: bool = True) -> dict[str, Any]:
         "name": info.version,
         "served": True,
         "storage": storage,
-        "additionalPrinterColumns": [dict(c) for c in PRINTER_COLUMNS],
+        "additionalPrinterColumns": [
+            {"jsonPath": path, "name": name, "type": kind} for path, name, kind in info.printer_columns
+        ],
         "schema": {"openAPIV3Schema": object_schema(info)},
         "subresources": subresources(info),
     }

@@ -46,6 +46,15 @@ CLEAN_POD_NONE = "None"
 CLEAN_POD_POLICIES = (CLEAN_POD_ALL, CLEAN_POD_RUNNING, CLEAN_POD_NONE)
 
 
+PrinterColumn = tuple[str, str, str]
+"""(jsonPath, name, type) of one `kubectl get` column of a CRD."""
+UPSTREAM_PRINTER_COLUMNS: tuple[PrinterColumn, ...] = (
+    (".status.conditions[-1:].type", "State", "string"),
+    (".metadata.creationTimestamp", "Age", "date"),
+)
+"""training-operator's two columns: State is the type of the LAST condition."""
+
+
 @dataclass(frozen=True)
 class KindInfo:
     kind: str
@@ -76,6 +85,8 @@ class KindInfo:
     event_source: str = ""
     """The events' `source.component` when it is not `controller_name` (mpi-operator's recorder is
     `mpi-job-controller`, its operator-name label `mpi-operator`)."""
+    printer_columns: tuple[PrinterColumn, ...] = UPSTREAM_PRINTER_COLUMNS
+    """The CRD's additionalPrinterColumns, in order."""
 
     @property
     def api_version(self) -> str:

@@ -89,3 +89,9 @@ def test_a_cluster_scoped_kind_gets_a_cluster_crd() -> None:
     info = replace(registry.SERVED_KINDS["TFJob"], namespaced=False)
     assert crd_for([info])["spec"]["scope"] == "Cluster"
     assert crd_for([registry.SERVED_KINDS["TFJob"]])["spec"]["scope"] == "Namespaced"
+
+
+def test_printer_columns_come_from_the_kind() -> None:
+    info = replace(registry.SERVED_KINDS["TFJob"], printer_columns=((".spec.x", "X", "string"),))
+    columns = crd_for([info])["spec"]["versions"][0]["additionalPrinterColumns"]
+    assert columns == [{"jsonPath": ".spec.x", "name": "X", "type": "string"}]
