@@ -20,7 +20,7 @@ from kubetrain.api.kinds import COND_FAILED, KindInfo, reason
 from kubetrain.api.types import JobStatus, TrainingJob
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.names import JsonDict, NamedJob, is_terminating, job_ref, name_of, object_ref
-from kubetrain.controller.owned import OwnedObjects, controller_ref
+from kubetrain.controller.owned import OwnedObjects, controller_ref, not_managed
 from kubetrain.controller.plan import (
     CreateObject,
     DeleteObject,
@@ -47,10 +47,6 @@ class Staged:
 
     creates: list[tuple[CreateObject, Event]] = field(default_factory=list)
     restarts: list[JsonDict] = field(default_factory=list)
-
-
-def _no_namesakes(name: str, kind: str) -> str:
-    return f'Resource "{name}" already exists and is not managed by the job'
 
 
 JobT = TypeVar("JobT", bound=NamedJob)
@@ -80,7 +76,7 @@ class Reconcile(Generic[JobT, StatusT]):
     """Everything the runtime observed (PodGroups and framework children are read from here)."""
     foreign_pod_names: frozenset[str] = frozenset()
     """Names of observed pods (matching our labels) that another owner, or none, controls."""
-    exists_message: Callable[[str, str], str] = _no_namesakes
+    exists_message: Callable[[str, str], str] = not_managed
     """(name, kind) -> the message of a refused same-named object (see `owned`)."""
     plan: Plan = field(default_factory=Plan)
     staged: Staged = field(default_factory=Staged)

@@ -31,6 +31,7 @@ from kubetrain.controller import ttl
 from kubetrain.controller.adoption import owned_pods
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.context import JobReconcile, JobT, Reconcile, StatusT
+from kubetrain.controller.owned import not_managed
 from kubetrain.controller.plan import Event, Observed, Plan
 from kubetrain.frameworks.base import Framework
 from kubetrain.kube.timefmt import format_time
@@ -76,7 +77,7 @@ class JobKind(ABC, Generic[JobT, StatusT]):
 
     def exists_message(self, name: str, kind: str) -> str:
         """The message of a refused same-named object (the kinds that own children outright)."""
-        return f'Resource "{name}" already exists and is not managed by the job'
+        return not_managed(name, kind)
 
     def invalid(self, ctx: Reconcile[JobT, StatusT], message: str) -> None:
         """An invalid job (mpi-operator's rule): a Warning, nothing created, no status."""

@@ -34,6 +34,11 @@ Differ = Callable[[JsonDict, JsonDict], JsonDict | None]
 """(observed, desired) -> the merge patch that brings observed in line, or None when it is."""
 
 
+def not_managed(name: str, kind: str) -> str:
+    """The message of a refused same-named object, for a kind without a message of its own."""
+    return f'Resource "{name}" already exists and is not managed by the job'
+
+
 def controller_ref(api_version: str, kind: str, name: str, uid: str) -> JsonDict:
     """`metav1.NewControllerRef`: the single controller reference of every child."""
     return {
