@@ -1,4 +1,4 @@
-"""The registry of job kinds: the wire facts of spec/upstream-behavior.md §1.1 in one table.
+"""The registry of job kinds: the wire facts of docs/upstream-behaviour.md#api-surface in one table.
 
 Everything that differs between kinds only by a name or a number lives here, so the layers above
 never spell a kind's strings themselves.
@@ -14,7 +14,7 @@ GROUP = "kubeflow.org"
 V1 = "v1"
 API_VERSION = f"{GROUP}/{V1}"
 
-# Labels and values shared by every kind (spec §2.2).
+# Labels and values shared by every kind (docs/upstream-behaviour.md#labels).
 LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"
 LABEL_JOB_NAME = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"
@@ -22,11 +22,11 @@ LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
 LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
 JOB_ROLE_MASTER = "master"
 
-# runPolicy.managedBy values (spec §1.3).
+# runPolicy.managedBy values (docs/upstream-behaviour.md#common-types).
 KUBEFLOW_JOBS_CONTROLLER = "kubeflow.org/training-operator"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
-# Condition types (spec §1.3).
+# Condition types (docs/upstream-behaviour.md#common-types).
 COND_CREATED = "Created"
 COND_RUNNING = "Running"
 COND_RESTARTING = "Restarting"
@@ -77,7 +77,8 @@ class KindInfo:
     status_type: type = types.JobStatus
     """The status dataclass (historical kinds have their own)."""
     scale_replica_type: str = "Worker"
-    """The replica type whose `replicas` the scale subresource (HPA) drives (spec §1.2)."""
+    """The replica type whose `replicas` the scale subresource (HPA) drives
+    (docs/upstream-behaviour.md#scale-subresource)."""
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     namespaced: bool = True
