@@ -1,4 +1,5 @@
-"""Every `docs/<page>.md#<anchor>` the code, tests, manifests and READMEs cite exists.
+"""Every `docs/<page>.md#<anchor>` the code, tests, manifests and READMEs cite exists, and nothing
+cites a document outside the repository.
 
 The code explains itself by pointing at docs/upstream-behaviour.md and docs/differences.md; a
 renamed or dropped section would leave those pointers dangling without this check. A citation
@@ -31,13 +32,15 @@ def _anchors(page: Path) -> set[str]:
     return set(ANCHOR.findall(text)) | {_slug(h) for h in HEADING.findall(text)}
 
 
+def _source_files() -> list[Path]:
+    files = [REPO / "README.md", *(p for d in SOURCES for p in (REPO / d).rglob("*") if p.suffix in SUFFIXES)]
+    return [p for p in files if p.is_file() and "__pycache__" not in p.parts]
+
+
 def _citations() -> list[tuple[str, str, str]]:
     """(citing file, page, anchor) for every citation in the tree."""
-    files = [REPO / "README.md", *(p for d in SOURCES for p in (REPO / d).rglob("*") if p.suffix in SUFFIXES)]
     found = []
-    for path in files:
-        if not path.is_file() or "__pycache__" in path.parts:
-            continue
+    for path in _source_files():
         for match in CITATION.finditer(path.read_text(errors="replace")):
             page, first, more = match.groups()
             for anchor in [first, *FOLLOWING.findall(more)]:
@@ -48,6 +51,17 @@ def _citations() -> list[tuple[str, str, str]]:
 def test_the_code_cites_the_docs_pages() -> None:
     pages = {page for _, page, _ in _citations()}
     assert {"upstream-behaviour.md", "differences.md"} <= pages
+
+
+def test_no_citation_points_outside_the_repository() -> None:
+    """Section signs (`§4.2`) and spec paths cited a document the repository does not hold."""
+    outside = re.compile(r"§|upstream-behavior\.md|performance-reliability\.md|design §")
+    offenders = [
+        str(path.relative_to(REPO))
+        for path in _source_files()
+        if path != Path(__file__).resolve() and outside.search(path.read_text(errors="replace"))
+    ]
+    assert offenders == []
 
 
 def test_every_cited_anchor_exists() -> None:
