@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -18,10 +18,12 @@ import aiohttp
 from kubetrain.api.kinds import LABEL_JOB_NAME, KindInfo
 from kubetrain.client import jobstate
 from kubetrain.client.describe import render_describe
+from kubetrain.client.diagnosis import pod_findings
 from kubetrain.client.errors import (
     AlreadyExists,
     ApiFailure,
     ConfigError,
+    JobStuck,
     KubetrainError,
     NotFound,
     Unreachable,
@@ -32,6 +34,7 @@ from kubetrain.client.kubeconfig import resolve
 from kubetrain.client.logstream import stream_pod_log
 from kubetrain.client.source import JobSource, load_one
 from kubetrain.kube.errors import ApiError
+from kubetrain.kube.tasks import cancel_and_wait
 from kubetrain.runtime.transport import KubeClient
 
 JsonDict = dict[str, Any]
@@ -354,9 +357,19 @@ class AsyncClient:
                 await asyncio.sleep(0.5)
 
     async def wait(
-        self, kind: str, name: str, for_: Sequence[str] = jobstate.FINISHED, timeout: float | None = None
+        self,
+        kind: str,
+        name: str,
+        for_: Sequence[str] = jobstate.FINISHED,
+        timeout: float | None = None,
+        *,
+        fail_when_stuck: bool = True,
     ) -> JsonDict:
-        """Block until one of the conditions in `for_` is True; returns the job at that moment."""
+        """Block until one of the conditions in `for_` is True; returns the job at that moment.
+
+        Raises `JobStuck` as soon as a pod of the job shows it cannot make progress (see
+        `client.diagnosis`), unless `fail_when_stuck` is False: then only `timeout` ends a wait.
+        """
         wanted = tuple(for_)
         info = resolve_kind(kind)
 
@@ -366,12 +379,45 @@ class AsyncClient:
                     return job
             raise AssertionError("watch_job never ends without raising")
 
+        async def until_stuck_or(goal: Awaitable[JsonDict]) -> JsonDict:
+            reached = asyncio.ensure_future(goal)
+            stuck = asyncio.ensure_future(self._stuck(name))
+            try:
+                done, _ = await asyncio.wait({reached, stuck}, return_when=asyncio.FIRST_COMPLETED)
+                finished = reached if reached in done else stuck
+                message = finished.result()
+                if isinstance(message, str):
+                    raise JobStuck(f'{info.singular} "{name}" cannot make progress: {message}')
+                return message
+            finally:
+                await cancel_and_wait([reached, stuck])
+
+        goal = until_stuck_or(until()) if fail_when_stuck else until()
         try:
-            return await asyncio.wait_for(until(), timeout)
+            return await asyncio.wait_for(goal, timeout)
         except TimeoutError:
             raise WaitTimeout(
                 f'{info.singular} "{name}" did not reach {" or ".join(wanted)} within {timeout:g}s'
             ) from None
+
+    async def _stuck(self, name: str) -> str:
+        """Returns the first fatal finding about the job's pods (never returns otherwise)."""
+        nodes: list[JsonDict] | None = None
+        async for etype, pod in self.watch_pods(name):
+            if etype == "DELETED":
+                continue
+            unschedulable = any(
+                c.get("reason") == "Unschedulable" for c in (pod.get("status") or {}).get("conditions") or ()
+            )
+            if unschedulable and nodes is None:
+                try:
+                    nodes = await self.nodes()
+                except KubetrainError:  # no right to list nodes: "never fits" cannot be told
+                    nodes = []
+            for finding in pod_findings(pod, name, nodes or ()):
+                if finding.fatal:
+                    return finding.message
+        raise AssertionError("watch_pods never ends without raising")
 
     # -- pods, logs, events ------------------------------------------------------------------
 

@@ -88,3 +88,8 @@ class Unreachable(ApiFailure):
 
 class WaitTimeout(KubetrainError):
     """`wait` gave up before the job reached one of the wanted conditions."""
+
+
+class JobStuck(KubetrainError):
+    """`wait` saw that the job cannot get there: a pod no node can ever hold, a start error that
+    every retry meets again. The message is the node's or the scheduler's."""

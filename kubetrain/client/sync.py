@@ -127,9 +127,16 @@ class Client:
         self._loop.run(self._aio.wait_deleted(kind, name, timeout))
 
     def wait(
-        self, kind: str, name: str, for_: Sequence[str] = jobstate.FINISHED, timeout: float | None = None
+        self,
+        kind: str,
+        name: str,
+        for_: Sequence[str] = jobstate.FINISHED,
+        timeout: float | None = None,
+        *,
+        fail_when_stuck: bool = True,
     ) -> JsonDict:
-        return self._loop.run(self._aio.wait(kind, name, for_, timeout))
+        """Block until a condition of `for_`; raises `JobStuck` when the job cannot get there."""
+        return self._loop.run(self._aio.wait(kind, name, for_, timeout, fail_when_stuck=fail_when_stuck))
 
     def pods(self, kind: str, name: str) -> JsonList:
         return self._loop.run(self._aio.pods(kind, name))

@@ -6,7 +6,8 @@ import pytest
 from cli_plane import pytorchjob
 
 import kubetrain
-from kubetrain.client import AlreadyExists, NotFound, Unreachable, ValidationError, WaitTimeout
+from kubetrain.cli.main import main
+from kubetrain.client import AlreadyExists, JobStuck, NotFound, Unreachable, ValidationError, WaitTimeout
 
 QUICK = "print('hello from', __import__('os').environ['RANK'])"
 
@@ -80,6 +81,29 @@ def test_create_twice_says_how_to_fix(client: kubetrain.Client) -> None:
             client.wait("pytorchjob", "twice", timeout=0.2)
     finally:
         client.delete("pytorchjob", "twice")
+
+
+def test_wait_fails_at_once_on_a_job_that_cannot_make_progress(
+    client: kubetrain.Client, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = pytorchjob("never-fits", QUICK)
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "512"}
+    }
+    client.create(job)
+    try:
+        with pytest.raises(
+            JobStuck,
+            match=r'pytorchjob "never-fits" cannot make progress: master-0 can never be scheduled '
+            r"\(it requests 512 cpu; the node has",
+        ):
+            client.wait("pytorchjob", "never-fits", timeout=60)
+        with pytest.raises(WaitTimeout):  # asked not to judge: only the timeout ends it
+            client.wait("pytorchjob", "never-fits", timeout=1, fail_when_stuck=False)
+        assert main(["wait", "pytorchjob", "never-fits", "--timeout", "60", "--kubeconfig", kubeconfig]) == 1
+        assert "cannot make progress: master-0 can never be scheduled" in capsys.readouterr().err
+    finally:
+        client.delete("pytorchjob", "never-fits")
 
 
 def test_unreachable_server() -> None:
