@@ -9,12 +9,16 @@ its ids as ``CUDA_VISIBLE_DEVICES`` (what CUDA reads for a local process) and
 ``NVIDIA_VISIBLE_DEVICES``. A container that asks for none, on a node that has some, sees none
 (``CUDA_VISIBLE_DEVICES=""``), as in a pod without a GPU request.
 
-When the devices a pod needs are not free (the binder counts them, so only another scheduler
-can cause it), the pod fails as the kubelet fails it: reason ``UnexpectedAdmissionError``.
+A pod's devices are freed once its processes are gone; a pod admitted while a stopping pod
+still holds the devices it needs waits for them (a GPU's memory is the old process's until it
+exits). When they are not free and nobody is giving them back (the binder counts them, so only
+another scheduler can cause it), the pod fails as the kubelet fails it: reason
+``UnexpectedAdmissionError``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -82,6 +86,12 @@ def _count(container: Mapping[str, Any]) -> int:
         return 0
 
 
+def _need(spec: Mapping[str, Any]) -> int:
+    """The pod's devices: its app containers' sum, or its largest init container's if more."""
+    apps = sum(_count(c) for c in spec.get("containers") or [])
+    return max(apps, max((_count(c) for c in spec.get("initContainers") or []), default=0))
+
+
 class DevicesUnavailable(RuntimeError):
     """The pod asks for more devices than are free: the kubelet's admission error."""
 
@@ -103,17 +113,35 @@ class GPUAllocator:
     def __init__(self, devices: Sequence[str]) -> None:
         self.devices = tuple(devices)
         self._holder: dict[str, str] = {}  # device -> pod uid
+        self._stopping: set[str] = set()  # uids whose processes are being stopped
+        self._released = asyncio.Event()
 
     @property
     def free(self) -> list[str]:
         return [d for d in self.devices if d not in self._holder]
+
+    def stopping(self, uid: str) -> None:
+        """The pod's processes are being stopped: its devices come back soon (see `admit`)."""
+        self._stopping.add(uid)
+
+    async def admit(self, uid: str, spec: Mapping[str, Any]) -> PodDevices:
+        """`allocate`, waiting while stopping pods hold devices the pod needs."""
+        while True:
+            try:
+                return self.allocate(uid, spec)
+            except DevicesUnavailable:
+                returning = sum(1 for holder in self._holder.values() if holder in self._stopping)
+                if _need(spec) > len(self.free) + returning:
+                    raise
+            self._released.clear()
+            await self._released.wait()
 
     def allocate(self, uid: str, spec: Mapping[str, Any]) -> PodDevices:
         """Devices for each container of a pod: app containers get their own, init containers
         the first of the pod's (kubelet reuses init containers' devices for app containers)."""
         apps = [(str(c.get("name", "")), _count(c)) for c in spec.get("containers") or []]
         inits = [(str(c.get("name", "")), _count(c)) for c in spec.get("initContainers") or []]
-        need = max(sum(n for _, n in apps), max((n for _, n in inits), default=0))
+        need = _need(spec)
         if need == 0:
             return PodDevices()
         free = self.free
@@ -135,8 +163,10 @@ class GPUAllocator:
         return PodDevices(given)
 
     def release(self, uid: str) -> None:
+        self._stopping.discard(uid)
         for device in [d for d, holder in self._holder.items() if holder == uid]:
             del self._holder[device]
+        self._released.set()
 
     def container_env(self, devices: PodDevices, container: str) -> dict[str, str]:
         """``CUDA_VISIBLE_DEVICES``/``NVIDIA_VISIBLE_DEVICES`` for a container (none on a node

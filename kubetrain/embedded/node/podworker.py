@@ -172,7 +172,7 @@ class PodWorker:
             self.state.forced_phase, self.state.message = "Failed", POD_LOST_MESSAGE
             self._mark()
             return
-        if not self._admit_devices():
+        if not await self._admit_devices():
             return
         try:
             ignored = unenforced(self.pod, self.identity)
@@ -200,13 +200,14 @@ class PodWorker:
             await asyncio.gather(*(self._supervise(c, st, init=False) for c, st in todo))
         finally:
             self.ctx.network.remove_pod(self.namespace, self.name)
-            self.ctx.gpus.release(self.uid)  # the pod is done with its devices
+            if not any(proc.running for proc in self.procs.values()):
+                self.ctx.gpus.release(self.uid)  # else when kill_all has stopped them
             self._mark()
 
-    def _admit_devices(self) -> bool:
+    async def _admit_devices(self) -> bool:
         """Take the pod's GPUs before anything runs; False (the pod Failed) when they are not free."""
         try:
-            self.devices = self.ctx.gpus.allocate(self.uid, self.pod.get("spec") or {})
+            self.devices = await self.ctx.gpus.admit(self.uid, self.pod.get("spec") or {})
         except DevicesUnavailable as err:
             self.state.forced_phase, self.state.reason, self.state.message = (
                 "Failed",
@@ -404,6 +405,7 @@ class PodWorker:
 
     async def kill_all(self, grace: float) -> None:
         """Stop supervising, SIGTERM every running container, SIGKILL after `grace`; record exits."""
+        self.ctx.gpus.stopping(self.uid)
         if self._main is not None and not self._main.done():
             self._main.cancel()
             await asyncio.gather(self._main, return_exceptions=True)
@@ -427,6 +429,7 @@ class PodWorker:
         for st in self.containers:
             if st.state_name == "waiting" and st.last_terminated is not None:
                 st.set_terminated(st.last_terminated)
+        self.ctx.gpus.release(self.uid)  # its processes are gone: another pod may have its devices
         self._mark()
 
     async def _delete(self) -> None:

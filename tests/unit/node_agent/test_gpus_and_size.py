@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from fractions import Fraction
 
 import pytest
@@ -75,3 +76,16 @@ def test_hint_names_the_flag_of_each_resource() -> None:
     assert "--gpus for nvidia.com/gpu" in hint
     plain = never_fits_hint(["example.com/fpga"])
     assert plain == "The pod asks more example.com/fpga than the node has in all."
+
+
+async def test_admission_waits_for_devices_a_stopping_pod_gives_back() -> None:
+    gpus = GPUAllocator(["a"])
+    gpus.allocate("old", {"containers": [c("x", 1)]})
+    with pytest.raises(DevicesUnavailable):  # nobody is giving it back: the kubelet's admission error
+        await gpus.admit("new", {"containers": [c("y", 1)]})
+    gpus.stopping("old")
+    waiting = asyncio.create_task(gpus.admit("new", {"containers": [c("y", 1)]}))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # the old process still has the device
+    gpus.release("old")
+    assert (await asyncio.wait_for(waiting, 5)).by_container == {"y": ("a",)}
