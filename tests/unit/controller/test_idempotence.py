@@ -2,9 +2,12 @@
 the same, and a plan that has landed plans nothing.
 
 For any job and any observed pods: planning twice gives the same plan, and applying plans
-reaches a fixpoint (no actions, no status write) within three passes — one for most states;
+reaches a fixpoint (no actions, no status write) within four passes — one for most states;
 a restart needs two (delete, then recreate under the same name), a finished job with
-cleanPodPolicy one more. Once there, it stays there.
+cleanPodPolicy one more, and a restart beside a replica that failed for good one more again:
+as upstream, a Restarting job is not failed in the pass that restarts it, so the failure is
+seen once the restarted pod is back (TFJob: Worker OnFailure restarting, Evaluator Never failed).
+Once there, it stays there.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ SHAPES: dict[str, list[str]] = {
     "JAXJob": ["Worker"],
     "MXJob": ["Scheduler", "Server", "Worker"],
 }
+PASSES_TO_SETTLE = 4
 POD_STATES = [
     "absent",
     "pending",
@@ -95,6 +99,31 @@ def scenarios(draw: st.DrawFn) -> tuple[Cluster, Any]:
     return c, draw(st.integers(0, 200))
 
 
+def test_a_restart_beside_a_replica_failed_for_good_settles_in_four_passes() -> None:
+    """The case hypothesis found: the Worker restarts (delete, recreate), then the job fails on the
+    Evaluator's permanent failure, then nothing; three passes were not enough."""
+    builder = job("TFJob")
+    builder.replicas("Evaluator", 1).replicas("Worker", 2, restart_policy="OnFailure")
+    c = Cluster(builder.build(), config=ControllerConfig())
+    for rtype, index, state in (
+        ("Evaluator", 0, "failed1"),
+        ("Worker", 0, "running"),
+        ("Worker", 1, "failed1"),
+    ):
+        obj = _pod(builder, rtype, index, state)
+        assert obj is not None
+        c.pods[obj["metadata"]["name"]] = obj
+    now = at(0)
+    conditions = []
+    for _ in range(PASSES_TO_SETTLE):
+        result = c.step(now)
+        if result.status is not None:
+            conditions.append([x["type"] for x in result.status["conditions"] if x["status"] == "True"])
+    assert conditions == [["Created", "Restarting"], ["Created", "Running"], ["Created", "Failed"]]
+    settled = c.plan(now)
+    assert settled.actions == [] and settled.status is None
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_plans_are_deterministic_and_converge(scenario: tuple[Cluster, int]) -> None:
@@ -108,13 +137,13 @@ def test_plans_are_deterministic_and_converge(scenario: tuple[Cluster, int]) -> 
     first = c.plan(now)
     assert c.plan(now) == first, "same input, different plan"
     assert (c.job, c.pods, c.services) == snapshot, "the planner mutated its input"
-    for _ in range(3):
+    for _ in range(PASSES_TO_SETTLE):
         result = c.step(now)
         if not result.actions and result.status is None:
             break
         if c.job_deleted:
             return
     else:
-        raise AssertionError("no fixpoint after three passes")
+        raise AssertionError(f"no fixpoint after {PASSES_TO_SETTLE} passes")
     settled = c.plan(now)
     assert settled.actions == [] and settled.status is None
