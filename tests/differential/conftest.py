@@ -76,6 +76,8 @@ class Run:
     logs: str
     error: str = ""
     """Why the run has no view (its scenario's test fails with it; the others still compare)."""
+    events_recorded: int = 0
+    """How many events the operator recorded for the job (the sum of their counts)."""
 
 
 @dataclass
@@ -267,7 +269,7 @@ async def _events(kube: KubeClient, job: JsonDict) -> list[JsonDict]:
     return events
 
 
-async def _run(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
+async def _run(kubeconfig: Path, name: str, namespace: str) -> tuple[dict[str, Any], int]:
     """Create the scenario's job (watching its conditions from before), drive it as the scenario
     says, wait until its run is over, and take its view; then delete it (pods may still run)."""
     scenario = scenarios.SCENARIOS[name]
@@ -283,13 +285,11 @@ async def _run(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
                 await _resume_when_suspended(kube, job)
             done, pods = await _until_over(kube, scenario, job)
             await asyncio.sleep(1.0)  # the last events are recorded asynchronously
+            events = await _events(kube, done)
             seen = compare.view(
-                done,
-                pods,
-                await _children(kube, done),
-                transitions=transitions.lines,
-                events=await _events(kube, done),
+                done, pods, await _children(kube, done), transitions=transitions.lines, events=events
             )
+            recorded = sum(int(e.get("count") or 1) for e in events)
             if scenario.end is scenarios.End.DELETED:
                 seen["job.deletedByTTL"] = await _deleted(kube, job)
         finally:
@@ -299,7 +299,7 @@ async def _run(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
         except ApiError as err:
             if not err.not_found:
                 raise
-    return seen
+    return seen, recorded
 
 
 def _owned_by(obj: JsonDict, owner: JsonDict) -> bool:
@@ -349,7 +349,8 @@ async def _phase(
     async def one(name: str) -> Run:
         async with slots:
             try:
-                return Run(await _run(kubeconfig, name, namespace), str(operator.log_path))
+                seen, recorded = await _run(kubeconfig, name, namespace)
+                return Run(seen, str(operator.log_path), events_recorded=recorded)
             except Exception as exc:
                 return Run({}, str(operator.log_path), f"{type(exc).__name__}: {exc}")
 

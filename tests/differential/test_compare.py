@@ -112,3 +112,13 @@ def test_a_scenario_bound_entry_accepts_only_in_its_scenario() -> None:
     assert (
         deliberate.explained(path, compare.MISSING, "j", compare.MISSING, "backoff-limit-clean-all") is None
     )
+
+
+def test_an_event_upstream_lacks_is_accepted_only_once_its_spam_filter_may_have_dropped_it() -> None:
+    path = "job.events.Normal.TFJobSucceeded.TFJob <namespace>/j successfully completed."
+    ours = "tfjob-controller"
+    assert deliberate.explained(path, compare.MISSING, ours, compare.MISSING, "s", 24) is None
+    assert deliberate.explained(path, compare.MISSING, ours, compare.MISSING, "s", 25) is not None
+    assert (
+        deliberate.explained(path, ours, compare.MISSING, compare.MISSING, "s", 99) is None
+    )  # ours lacks it

@@ -18,7 +18,7 @@ def test_same_objects_and_status(differential: Runs, scenario: str) -> None:
     theirs, mine = differential.upstream[scenario], differential.kubetrain[scenario]
     assert not theirs.error, f"upstream's run: {theirs.error} (log: {theirs.logs})"
     assert not mine.error, f"kubetrain's run: {mine.error} (log: {mine.logs})"
-    upstream, ours = theirs.view, mine.view
+    upstream, ours, recorded = theirs.view, mine.view, theirs.events_recorded
     pods = {p.split(".")[1] for p in upstream if p.startswith("Pod.")}
     created = [p for p in upstream if p.startswith("job.events.Normal.SuccessfulCreatePod.")]
     if scenarios.SCENARIOS[scenario].end is not scenarios.End.IGNORED:
@@ -30,6 +30,6 @@ def test_same_objects_and_status(differential: Runs, scenario: str) -> None:
     unexplained = [
         f"{path}: upstream {theirs!r}, kubetrain {mine!r}"
         for path, theirs, mine in compare.differences(upstream, ours)
-        if deliberate.explained(path, theirs, mine, compare.MISSING, scenario) is None
+        if deliberate.explained(path, theirs, mine, compare.MISSING, scenario, recorded) is None
     ]
     assert not unexplained, "\n".join(unexplained)
