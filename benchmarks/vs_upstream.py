@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -128,18 +129,21 @@ class OwnPlane:
         )
         if up.returncode != 0:
             raise SystemExit(f"vs_upstream: {up.stderr.strip()}")
-        scheduler = int((self.directory / "pids" / "kube-scheduler").read_text())
+        pid_file = self.directory / "pids" / "kube-scheduler"
+        scheduler = int(pid_file.read_text())
         os.kill(scheduler, signal.SIGTERM)
         with contextlib.suppress(ChildProcessError, ProcessLookupError):
             for _ in range(100):
                 os.kill(scheduler, 0)
                 time.sleep(0.1)
+        pid_file.unlink()  # the plane runs without it from here on
         return self.directory / "kubeconfig"
 
     def __exit__(self, *exc: object) -> None:
         subprocess.run(
             [str(PLANE_SCRIPT), "down", str(self.directory)], capture_output=True, timeout=120, check=False
         )
+        shutil.rmtree(self.directory, ignore_errors=True)  # etcd's data: hundreds of MB after a run
 
 
 # ---- the jobs ------------------------------------------------------------------------------------
