@@ -43,6 +43,13 @@ KIND_HELP = "tfjob, pytorchjob, mpijob, ... (any case, plural or singular)"
 """The help of every command's KIND argument."""
 
 
+def add_job_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:
+    """The KIND NAME pair of a command about one job (`optional`: when -f may name them instead)."""
+    nargs = "?" if optional else None
+    parser.add_argument("kind", metavar="KIND", nargs=nargs, help=KIND_HELP)
+    parser.add_argument("name", metavar="NAME", nargs=nargs, help="the job's name")
+
+
 def target_parser() -> argparse.ArgumentParser:
     """A parent parser with kubectl's connection flags."""
     parent = argparse.ArgumentParser(add_help=False)

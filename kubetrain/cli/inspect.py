@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from kubetrain.cli import output
 from kubetrain.cli.commands import HELP
-from kubetrain.cli.common import KIND_HELP, SubParsers, err, out, target_parser, with_client
+from kubetrain.cli.common import (
+    KIND_HELP,
+    SubParsers,
+    add_job_arguments,
+    err,
+    out,
+    target_parser,
+    with_client,
+)
 from kubetrain.client.errors import InvalidInput
 
 if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
@@ -51,8 +59,7 @@ def register(sub: SubParsers) -> None:
         description="Show one job as kubectl describe does: its spec summary, conditions, replica "
         "statuses, pods (phase, node, restarts, exit codes) and events, oldest first.",
     )
-    describe.add_argument("kind", metavar="KIND", help=KIND_HELP)
-    describe.add_argument("name", metavar="NAME", help="the job's name")
+    add_job_arguments(describe)
     describe.set_defaults(handler=with_client(_describe))
 
 

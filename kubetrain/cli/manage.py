@@ -6,7 +6,15 @@ import argparse
 from typing import TYPE_CHECKING
 
 from kubetrain.cli.commands import HELP
-from kubetrain.cli.common import KIND_HELP, SubParsers, err, out, positive_float, target_parser, with_client
+from kubetrain.cli.common import (
+    SubParsers,
+    add_job_arguments,
+    err,
+    out,
+    positive_float,
+    target_parser,
+    with_client,
+)
 from kubetrain.cli.submit import add_file_option
 from kubetrain.client import jobstate
 from kubetrain.client.errors import EXIT_FAILED, InvalidInput, KubetrainError
@@ -29,8 +37,7 @@ def register(sub: SubParsers) -> None:
         "the job stays, terminating, until the garbage collector removed its pods; --wait blocks "
         "until then.",
     )
-    delete.add_argument("kind", metavar="KIND", nargs="?", help=KIND_HELP)
-    delete.add_argument("name", metavar="NAME", nargs="?", help="the job's name")
+    add_job_arguments(delete, optional=True)
     add_file_option(delete, "the jobs to delete (their kind, name and namespace)", required=False)
     delete.add_argument(
         "--cascade",
@@ -51,8 +58,7 @@ def register(sub: SubParsers) -> None:
         description="Exit 0 when the job reaches a wanted condition; with the default "
         "(Succeeded or Failed), exit 1 if it Failed.",
     )
-    wait.add_argument("kind", metavar="KIND", help=KIND_HELP)
-    wait.add_argument("name", metavar="NAME", help="the job's name")
+    add_job_arguments(wait)
     wait.add_argument(
         "--for",
         dest="for_",

@@ -8,6 +8,7 @@ applied); one line per job in kubectl's words, and exit 1 if the API refused any
 from __future__ import annotations
 
 import argparse
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from kubetrain.cli.commands import HELP
@@ -76,27 +77,31 @@ def _named(job: LoadedJob) -> str:
     return f"{info.singular}.{info.group}/{job.name}"
 
 
-async def _create(client: AsyncClient, args: argparse.Namespace) -> int:
+async def _submit(args: argparse.Namespace, submit: Callable[[LoadedJob], Awaitable[str]]) -> int:
+    """Every job of the files through `submit` (which says what happened), one line each."""
     code = 0
     for job in read_all(args.files):
         try:
-            await client.create(job.raw)
-        except KubetrainError as exc:
-            err.print(f"error: {exc}", style="red", markup=False)
-            code = EXIT_FAILED
-            continue
-        out.print(f"{_named(job)} created", markup=False)
-    return code
-
-
-async def _apply(client: AsyncClient, args: argparse.Namespace) -> int:
-    code = 0
-    for job in read_all(args.files):
-        try:
-            _, outcome = await client.apply(job.raw, force_conflicts=args.force_conflicts)
+            outcome = await submit(job)
         except KubetrainError as exc:
             err.print(f"error: {exc}", style="red", markup=False)
             code = EXIT_FAILED
             continue
         out.print(f"{_named(job)} {outcome}", markup=False)
     return code
+
+
+async def _create(client: AsyncClient, args: argparse.Namespace) -> int:
+    async def create(job: LoadedJob) -> str:
+        await client.create(job.raw)
+        return "created"
+
+    return await _submit(args, create)
+
+
+async def _apply(client: AsyncClient, args: argparse.Namespace) -> int:
+    async def apply(job: LoadedJob) -> str:
+        _, outcome = await client.apply(job.raw, force_conflicts=args.force_conflicts)
+        return outcome
+
+    return await _submit(args, apply)
