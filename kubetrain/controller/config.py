@@ -21,6 +21,9 @@ class ControllerConfig:
 
     gang_scheduler_name: str = ""
     """`--gang-scheduler-name`: "volcano" (any case) or a scheduler-plugins scheduler name; "" = off."""
+    gang_schedulers_named_by_pods: tuple[str, ...] = ()
+    """Without a `gang_scheduler_name`, a job whose pod templates name one of these schedulers is
+    gang scheduled by it (the local plane, whose binder is every one of them); () = never."""
     cluster_domain: str = ""
     """`CUSTOM_CLUSTER_DOMAIN` of the operator process: suffix of TF_CONFIG hosts."""
     pytorch_init_container_image: str = "alpine:3.10"

@@ -10,11 +10,12 @@ adds to the spec is left alone and cannot make us patch on every pass.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kubetrain.api.types import ReplicaSpec
 from kubetrain.controller import events
-from kubetrain.controller.config import SCHEDULER_PLUGINS_PODGROUP, VOLCANO_PODGROUP
+from kubetrain.controller.config import SCHEDULER_PLUGINS_PODGROUP, VOLCANO_PODGROUP, ControllerConfig
 from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.names import JsonDict, is_terminating, name_of, object_ref
 from kubetrain.controller.plan import CreateObject, PatchObject
@@ -26,6 +27,34 @@ VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 PLUGINS_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 DEFAULT_QUEUE = "default"
 _GATING_PHASES = ("", "Pending")
+
+
+def pod_scheduler_names(job: JsonDict) -> list[str]:
+    """The `schedulerName`s the job's replica templates set, in the spec's order (any kind:
+    every `*ReplicaSpecs` map of its spec)."""
+    spec = job.get("spec")
+    names: list[str] = []
+    for key, replicas in spec.items() if isinstance(spec, dict) else ():
+        if not key.endswith("ReplicaSpecs") or not isinstance(replicas, dict):
+            continue
+        for replica in replicas.values():
+            template = replica.get("template") if isinstance(replica, dict) else None
+            pod_spec = template.get("spec") if isinstance(template, dict) else None
+            name = pod_spec.get("schedulerName") if isinstance(pod_spec, dict) else None
+            if isinstance(name, str) and name and name not in names:
+                names.append(name)
+    return names
+
+
+def config_for_job(job: JsonDict, config: ControllerConfig) -> ControllerConfig:
+    """`config` with the gang scheduler the job's pods name, when the operator has none of its
+    own and gangs for that name (the local plane): as `--gang-scheduler-name <that>` would."""
+    if config.gang_scheduling or not config.gang_schedulers_named_by_pods:
+        return config
+    for name in pod_scheduler_names(job):
+        if name in config.gang_schedulers_named_by_pods:
+            return replace(config, gang_scheduler_name=name)
+    return config
 
 
 def scheduler_name(ctx: JobReconcile) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from kubetrain.api.crds import crd_for
 from kubetrain.api.jobs import parse_job
 from kubetrain.api.kinds import KindInfo
-from kubetrain.controller import reconciler
+from kubetrain.controller import gang, reconciler
 from kubetrain.controller.config import (
     HPA,
     SCHEDULER_PLUGINS_PODGROUP,
@@ -80,17 +80,20 @@ def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerCon
     if reg is None:
         _, _, errors = parse_job(job)
         return reconciler.unknown_kind(job, errors)
-    return reg.planner(job, observed, now, config)
+    return reg.planner(job, observed, now, gang.config_for_job(job, config))
 
 
 def watched_children(config: ControllerConfig, kinds: Iterable[str] | None = None) -> list[ChildType]:
     """The child kinds besides Pods and Services the runtime must cache for `Observed.others`:
-    the configured gang scheduler's PodGroups and autoscaling/v2 HPAs (PyTorch elastic), plus
-    the children the registrations of `kinds` own (None: the generic kinds only)."""
+    the configured gang scheduler's PodGroups (both kinds when the pods' scheduler decides) and
+    autoscaling/v2 HPAs (PyTorch elastic), plus the children the registrations of `kinds` own
+    (None: the generic kinds only)."""
     out = []
     if config.gang_scheduling:
         api_version, kind, plural = VOLCANO_PODGROUP if config.uses_volcano else SCHEDULER_PLUGINS_PODGROUP
         out.append(ChildType(api_version, kind, plural, None))
+    elif config.gang_schedulers_named_by_pods:
+        out.extend(ChildType(*group, None) for group in (VOLCANO_PODGROUP, SCHEDULER_PLUGINS_PODGROUP))
     out.append(ChildType(HPA[0], HPA[1], HPA[2], None))
     for name in kinds or ():
         reg = BY_KIND.get(name)

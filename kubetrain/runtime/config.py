@@ -53,6 +53,7 @@ class RuntimeConfig:
     kube_api_qps: float = DEFAULT_QPS
     kube_api_burst: int = DEFAULT_BURST
     gang_scheduler_name: str = ""
+    gang_schedulers_named_by_pods: tuple[str, ...] = ()
     cluster_domain: str = ""
     pytorch_init_container_image: str = "alpine:3.10"
     pytorch_init_container_max_tries: int = 100
@@ -79,6 +80,7 @@ class RuntimeConfig:
     def controller_config(self) -> ControllerConfig:
         return ControllerConfig(
             gang_scheduler_name=self.gang_scheduler_name,
+            gang_schedulers_named_by_pods=self.gang_schedulers_named_by_pods,
             cluster_domain=self.cluster_domain,
             pytorch_init_container_image=self.pytorch_init_container_image,
             pytorch_init_container_max_tries=self.pytorch_init_container_max_tries,

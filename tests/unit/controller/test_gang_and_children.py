@@ -215,3 +215,39 @@ def test_hpa_deleted_when_metrics_removed() -> None:
     c.step()
     del c.job["spec"]["elasticPolicy"]["metrics"]
     assert deleted(c.step(at(1)), "HorizontalPodAutoscaler") == ["test-job"]
+
+
+LOCAL = ControllerConfig(gang_schedulers_named_by_pods=("volcano", "scheduler-plugins-scheduler"))
+"""The local plane's operator: no `--gang-scheduler-name`, the pods' scheduler decides."""
+
+
+def test_the_pods_scheduler_decides_the_pod_group_when_none_is_declared() -> None:
+    assert [c.key for c in watched_children(LOCAL)] == [VOLCANO_KEY, PLUGINS_KEY, HPA_KEY]
+    builder = (
+        job("PyTorchJob").replicas("Master", 1).replicas("Worker", 2, pod_spec={"schedulerName": "volcano"})
+    )
+    first = Cluster(builder.scheduling(minAvailable=3).build(), config=LOCAL).step()
+    (group,) = created(first, "PodGroup").values()
+    assert (group["apiVersion"], group["spec"]["minMember"]) == ("scheduling.volcano.sh/v1beta1", 3)
+    assert created(first) == {}  # gated until Volcano moves the group to Inqueue, as on a cluster
+
+    plugins = job("TFJob").replicas("Worker", 2, pod_spec={"schedulerName": "scheduler-plugins-scheduler"})
+    first = Cluster(plugins.build(), config=LOCAL).step()
+    (group,) = created(first, "PodGroup").values()
+    assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    worker = created(first)["test-job-worker-0"]
+    assert worker["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "test-job"
+
+
+def test_pods_naming_no_gang_scheduler_get_no_pod_group_and_a_declared_one_wins() -> None:
+    mine = job("TFJob").replicas("Worker", 2, pod_spec={"schedulerName": "mine"})
+    assert created(Cluster(mine.build(), config=LOCAL).step(), "PodGroup") == {}
+    plain = job("TFJob").replicas("Worker", 2)
+    assert created(Cluster(plain.build(), config=LOCAL).step(), "PodGroup") == {}
+
+    declared = ControllerConfig(
+        gang_scheduler_name="volcano", gang_schedulers_named_by_pods=LOCAL.gang_schedulers_named_by_pods
+    )
+    other = job("TFJob").replicas("Worker", 2, pod_spec={"schedulerName": "scheduler-plugins-scheduler"})
+    (group,) = created(Cluster(other.build(), config=declared).step(), "PodGroup").values()
+    assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
