@@ -1,7 +1,9 @@
 """The binder of the embedded plane: assigns pending pods to nodes through pods/binding.
 
 It is a small default-scheduler, not a placeholder: pods whose ``schedulerName`` is unset or
-``default-scheduler`` are bound (others are left to their scheduler), in priority then creation
+``default-scheduler`` (or one of the other `scheduler_names` it is told to answer for: the local
+plane stands in for ``volcano`` and ``scheduler-plugins-scheduler`` too) are bound (others are
+left to their scheduler), in priority then creation
 order, to a Ready node whose free capacity fits the pod's requests. Requests are what the real
 NodeResourcesFit filter uses: the sum over containers (or the largest init container, if larger)
 plus overhead; a container without a CPU request asks for 0, so a 2-core laptop runs a
@@ -14,7 +16,13 @@ scheduler-plugins coscheduling label) or annotated ``scheduling.k8s.io/group-nam
 (Volcano) are bound only when ``minMember`` of the group (from its PodGroup object when one
 exists, else every pod of the group that exists) can be placed together, counting members that
 are already bound. That keeps a job's replicas from holding CPUs while waiting for peers that
-cannot start.
+cannot start. A gang that waits says why in its scheduler's words: coscheduling's ``pre-filter
+pod ... cannot find enough sibling pods`` on each pod; for a Volcano group, its PodGroup's
+``Unschedulable`` condition (reason ``NotEnoughTasks``, ``Not enough valid tasks for
+gang-scheduling, valid: N, min: M``) and the same message on the pods. When answering for
+``volcano`` it also moves Volcano PodGroups through their phases as Volcano's enqueue and
+allocate actions do (``Pending`` -> ``Inqueue``, then ``Running`` once ``minMember`` are bound;
+no queue quotas), since an operator creates a Volcano job's pods only once its group is Inqueue.
 
 A pod that asks for more of a resource than any node has in all (not just free) can never be
 placed; the message stays kube-scheduler's, followed by the plane's `never_fits` hint when it
@@ -55,9 +63,12 @@ log = logging.getLogger(__name__)
 JsonDict = dict[str, Any]
 
 DEFAULT_SCHEDULER = "default-scheduler"
+VOLCANO_SCHEDULER = "volcano"
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
-PODGROUP_APIS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
+VOLCANO_PODGROUP_API = ("scheduling.volcano.sh", "v1beta1")
+PODGROUP_APIS = (("scheduling.x-k8s.io", "v1alpha1"), VOLCANO_PODGROUP_API)
+VOLCANO_NOT_ENOUGH_TASKS = "NotEnoughTasks"
 RESOURCES = ("cpu", "memory")
 
 
@@ -72,8 +83,17 @@ def _is_active(pod: JsonDict) -> bool:
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
-def _mine(pod: JsonDict) -> bool:
-    return (pod.get("spec") or {}).get("schedulerName") in (None, "", DEFAULT_SCHEDULER)
+def _scheduler_of(pod: JsonDict) -> str:
+    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+
+
+def _is_volcano_member(pod: JsonDict) -> bool:
+    return bool(((pod.get("metadata") or {}).get("annotations") or {}).get(VOLCANO_ANNOTATION))
+
+
+def volcano_not_enough_tasks(valid: int, min_member: int) -> str:
+    """Volcano's gang plugin's JobValid message for a group with fewer pods than minMember."""
+    return f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {min_member}"
 
 
 def _holds_capacity(kind: str, pod: JsonDict) -> bool:
@@ -130,6 +150,10 @@ class _Pass:
     nodes: list[NodeView]
     bind: list[tuple[JsonDict, str]] = field(default_factory=list)
     reject: list[tuple[JsonDict, str]] = field(default_factory=list)
+    waiting_groups: list[tuple[JsonDict, str]] = field(default_factory=list)
+    """Volcano PodGroups that wait, with why (their Unschedulable condition's message)."""
+    running_groups: list[JsonDict] = field(default_factory=list)
+    """Volcano PodGroups whose gang is bound in this pass."""
 
 
 class Binder:
@@ -141,14 +165,18 @@ class Binder:
         *,
         resync_interval: float = 5.0,
         never_fits: Callable[[list[str]], str] | None = None,
+        scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,),
     ) -> None:
         self.api = api
+        self.scheduler_names = frozenset((DEFAULT_SCHEDULER, *scheduler_names))
+        """The `schedulerName`s whose pods this binder places (an empty one is default-scheduler)."""
         self.resync_interval = resync_interval
         self.never_fits = never_fits
         """Text added to the message of a pod that asks more than any node has (gets those resources)."""
         self._wake = asyncio.Event()
         self._assumed: dict[str, str] = {}  # pod uid -> node, until the watch shows the binding
         self._reported: dict[str, str] = {}  # pod uid -> last Unschedulable message written
+        self._group_reported: dict[str, str] = {}  # Volcano PodGroup uid -> last condition message
         self._requests: dict[str, dict[str, Fraction]] = {}  # pod uid -> pod_requests (immutable)
         self._holding: set[str] = set()  # uids of pods that hold node capacity
         self._fresh: set[str] = set()  # uids of pending pods no pass has tried yet
@@ -190,9 +218,12 @@ class Binder:
             self._holding.discard(uid)
             self._room = True
             self._wake.set()
-        elif kind == "ADDED" and not (obj.get("spec") or {}).get("nodeName") and _mine(obj):
+        elif kind == "ADDED" and not (obj.get("spec") or {}).get("nodeName") and self._mine(obj):
             self._fresh.add(uid)
             self._wake.set()
+
+    def _mine(self, pod: JsonDict) -> bool:
+        return _scheduler_of(pod) in self.scheduler_names
 
     def _cluster_changed(self, kind: str, obj: JsonDict) -> None:
         self._room = True
@@ -258,10 +289,33 @@ class Binder:
                 return int((obj.get("spec") or {}).get("minMember") or 1)
         return members
 
+    def _volcano_group(self, namespace: str, group: str) -> JsonDict | None:
+        return self._groups[PODGROUP_APIS.index(VOLCANO_PODGROUP_API)].items.get(f"{namespace}/{group}")
+
+    async def _enqueue_volcano_groups(self) -> None:
+        """Move Volcano PodGroups from Pending to Inqueue (Volcano's enqueue action, no quotas)."""
+        if VOLCANO_SCHEDULER not in self.scheduler_names:
+            return
+        for group in list(self._groups[PODGROUP_APIS.index(VOLCANO_PODGROUP_API)].items.values()):
+            phase = (group.get("status") or {}).get("phase") or "Pending"
+            if phase == "Pending" and not (group.get("metadata") or {}).get("deletionTimestamp"):
+                await self._patch_group_status(group, {"phase": "Inqueue"})
+
+    async def _patch_group_status(self, group: JsonDict, status: JsonDict) -> None:
+        meta = group.get("metadata") or {}
+        namespace, name = meta.get("namespace"), meta.get("name")
+        path = group_path(*VOLCANO_PODGROUP_API, "podgroups", namespace, name, "status")
+        try:
+            await self.api.merge_patch(path, {"status": status})
+        except ApiError as err:
+            log.debug("updating PodGroup %s/%s failed: %s", meta.get("namespace"), meta.get("name"), err)
+
     async def schedule_once(self) -> None:
         """Place the pending pods worth a try (all of them after room was made, else new ones)."""
         retry_all, fresh = self._room, self._fresh
         self._room, self._fresh = False, set()
+        if retry_all:
+            await self._enqueue_volcano_groups()
         pods = list(self._pods.items.values())
         pending = [
             p
@@ -270,7 +324,7 @@ class Binder:
             and p["metadata"].get("uid") not in self._assumed
             and not p["metadata"].get("deletionTimestamp")
             and _is_active(p)
-            and _mine(p)
+            and self._mine(p)
         ]
         if not retry_all:  # a gang is tried whole when one of its members is new
             new_gangs = {
@@ -309,14 +363,22 @@ class Binder:
             ]
             placed = sum(1 for p in siblings if p not in members)
             min_member = self._min_member(namespace, group, len(siblings))
+            volcano = self._volcano_group(namespace, group) if _is_volcano_member(members[0]) else None
             if placed + len(members) < min_member:
-                msg = (
-                    f"pre-filter pod {members[0]['metadata']['name']} cannot find enough sibling pods, "
-                    f"current pods number: {placed + len(members)}, minMember of group: {min_member}"
-                )
+                if volcano is not None:
+                    msg = volcano_not_enough_tasks(placed + len(members), min_member)
+                    plan.waiting_groups.append((volcano, msg))
+                else:
+                    msg = (
+                        f"pre-filter pod {members[0]['metadata']['name']} cannot find enough sibling pods, "
+                        f"current pods number: {placed + len(members)}, minMember of group: {min_member}"
+                    )
                 plan.reject.extend((p, msg) for p in members)
                 continue
+            bound_before = len(plan.bind)
             self._place(plan, members, need=max(min_member - placed, 0))
+            if volcano is not None and len(plan.bind) > bound_before:
+                plan.running_groups.append(volcano)
         await self._apply(plan)
 
     def _place(self, plan: _Pass, members: list[JsonDict], need: int) -> None:
@@ -370,7 +432,36 @@ class Binder:
         await asyncio.gather(
             *(bounded(self._bind(pod, node)) for pod, node in plan.bind),
             *(bounded(self._report_unschedulable(pod, message)) for pod, message in plan.reject),
+            *(bounded(self._report_group_waits(group, message)) for group, message in plan.waiting_groups),
+            *(bounded(self._report_group_runs(group)) for group in plan.running_groups),
         )
+
+    async def _report_group_waits(self, group: JsonDict, message: str) -> None:
+        """Volcano's `Unschedulable` condition on the group (once per message)."""
+        uid = (group.get("metadata") or {}).get("uid", "")
+        if self._group_reported.get(uid) == message:
+            return
+        condition = {
+            "type": "Unschedulable",
+            "status": "True",
+            "reason": VOLCANO_NOT_ENOUGH_TASKS,
+            "message": message,
+            "lastTransitionTime": format_time(time.time()),
+        }
+        others = [
+            c for c in (group.get("status") or {}).get("conditions") or [] if c.get("type") != "Unschedulable"
+        ]
+        await self._patch_group_status(group, {"conditions": [*others, condition]})
+        self._group_reported[uid] = message
+
+    async def _report_group_runs(self, group: JsonDict) -> None:
+        """The group is past waiting: phase Running, its Unschedulable condition gone (as Volcano)."""
+        status, uid = group.get("status") or {}, group["metadata"].get("uid", "")
+        if status.get("phase") == "Running" and uid not in self._group_reported:
+            return
+        self._group_reported.pop(uid, None)
+        others = [c for c in status.get("conditions") or [] if c.get("type") != "Unschedulable"]
+        await self._patch_group_status(group, {"phase": "Running", "conditions": others})
 
     async def _bind(self, pod: JsonDict, node: str) -> None:
         meta = pod["metadata"]
@@ -430,6 +521,6 @@ class Binder:
     async def _event(self, pod: JsonDict, kind: str, reason: str, message: str) -> None:
         meta = pod["metadata"]
         involved = object_reference("v1", "Pod", meta)
-        body = core_event(involved, kind, reason, message, DEFAULT_SCHEDULER, time.time())
+        body = core_event(involved, kind, reason, message, _scheduler_of(pod), time.time())
         with contextlib.suppress(Exception):
             await self.api.create(core_path("events", meta.get("namespace")), body)
