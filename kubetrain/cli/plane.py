@@ -28,6 +28,7 @@ from kubetrain.embedded.apiserver.persistence import PersistenceError
 from kubetrain.embedded.jobcontroller import JobController
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
 from kubetrain.embedded.node.network import NetworkMode
+from kubetrain.embedded.podgroups import podgroup_crds
 from kubetrain.embedded.scheduler import Binder
 from kubetrain.kinds.registry import crd_manifests
 from kubetrain.kube.errors import ApiError
@@ -114,6 +115,11 @@ def kubeflow_admission(request: AdmissionRequest) -> AdmissionResult | None:
     )
 
 
+GANG_SCHEDULERS = ("volcano", "scheduler-plugins-scheduler")
+"""Gang schedulers the local binder stands in for: Volcano's, and scheduler-plugins' (the name
+its coscheduling deployment and upstream's gang tests use)."""
+
+
 class PlaneError(KubetrainError):
     """The local plane cannot start on this machine (missing system library, port in use...)."""
 
@@ -125,6 +131,9 @@ class LocalPlane:
     `kubetrain run`, the job file's directory, so `python train.py` finds the script).
     `state_file` keeps every object in that SQLite file across restarts (None: in memory).
     `node_size` is what the node declares (`--node-cpu`, `--gpus`...; default: the machine).
+    `gang_scheduler_name` is `--gang-scheduler-name`: every job gets a PodGroup of that scheduler,
+    as from `kubetrain operator --gang-scheduler-name`; without it a job whose pods name one of
+    `GANG_SCHEDULERS` gets that scheduler's. The binder answers for all of them.
     """
 
     def __init__(
@@ -137,8 +146,10 @@ class LocalPlane:
         network: NetworkMode = "isolated",
         state_file: Path | None = None,
         node_size: NodeSize | None = None,
+        gang_scheduler_name: str = "",
     ) -> None:
         self.port = port
+        self.gang_scheduler_name = gang_scheduler_name
         self.node_size = node_size or NodeSize()
         self.network: NetworkMode = network
         self.working_dir = working_dir or Path.cwd()
@@ -180,14 +191,20 @@ class LocalPlane:
             self._kube = KubeClient.for_url(self.server.plain_url, self.token, qps=0)
             config = RuntimeConfig(
                 install_crds=True,
+                gang_scheduler_name=self.gang_scheduler_name,
+                gang_schedulers_named_by_pods=GANG_SCHEDULERS,
                 workers=self.operator_workers,
                 cache_sync_timeout=30.0,
                 pytorch_init_container_template=LOCAL_PYTORCH_INIT_TEMPLATE,
             )
-            self.manager = Manager(self._kube, config, crd_manifests=crd_manifests())
+            self.manager = Manager(self._kube, config, crd_manifests=[*crd_manifests(), *podgroup_crds()])
             await self.manager.start()
             self._node_api = KubeAPI.for_url(self.server.plain_url, token=self.token)
-            self.binder = Binder(self._node_api, never_fits=never_fits_hint)
+            self.binder = Binder(
+                self._node_api,
+                never_fits=never_fits_hint,
+                scheduler_names=tuple(filter(None, (*GANG_SCHEDULERS, self.gang_scheduler_name))),
+            )
             self.jobs = JobController(self._node_api)
             try:
                 self.agent = NodeAgent(

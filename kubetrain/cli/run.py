@@ -26,6 +26,7 @@ from kubetrain.cli.prefixer import Prefixer, container_label
 from kubetrain.cli.serve import (
     DEFAULT_KUBECONFIG,
     add_data_dir_option,
+    add_gang_scheduler_option,
     add_network_option,
     serve_until_interrupted,
 )
@@ -91,6 +92,7 @@ def register(sub: SubParsers) -> None:
     )
     add_network_option(run)
     add_node_size_options(run)
+    add_gang_scheduler_option(run)
     run.set_defaults(handler=_run)
 
 
@@ -144,6 +146,7 @@ class JobRun:
             network=self.args.network,
             state_file=self.state,
             node_size=node_size(self.args),
+            gang_scheduler_name=self.args.gang_scheduler_name,
         )
         async with Interrupts() as interrupts:
             self.interrupts = interrupts

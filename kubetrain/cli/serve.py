@@ -55,6 +55,7 @@ def register(sub: SubParsers) -> None:
     )
     add_network_option(up)
     add_node_size_options(up)
+    add_gang_scheduler_option(up)
     up.set_defaults(handler=_up)
 
 
@@ -69,6 +70,17 @@ def add_network_option(parser: argparse.ArgumentParser) -> None:
         default="isolated",
         help="isolated (default): one loopback IP per pod, replica names resolve (Linux, "
         "needs nss_wrapper and a C compiler); host: every pod on 127.0.0.1",
+    )
+
+
+def add_gang_scheduler_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gang-scheduler-name",
+        default="",
+        metavar="NAME",
+        help="gang schedule every job with this scheduler's PodGroup, as `kubetrain operator "
+        "--gang-scheduler-name` ('volcano' or a scheduler-plugins name); without it, jobs whose pods "
+        "name volcano or scheduler-plugins-scheduler are gang scheduled by it",
     )
 
 
@@ -87,7 +99,16 @@ def _up(args: argparse.Namespace) -> int:
         state = data_dir / STATE_FILE
         size = node_size(args)
         return run_async(
-            _serve(args.port, args.kubeconfig, args.namespace, workdir, args.network, state, size)
+            _serve(
+                args.port,
+                args.kubeconfig,
+                args.namespace,
+                workdir,
+                args.network,
+                state,
+                size,
+                args.gang_scheduler_name,
+            )
         )
 
 
@@ -99,8 +120,16 @@ async def _serve(
     network: NetworkMode,
     state: Path,
     size: NodeSize,
+    gang_scheduler_name: str = "",
 ) -> int:
-    plane = LocalPlane(port=port, working_dir=workdir, network=network, state_file=state, node_size=size)
+    plane = LocalPlane(
+        port=port,
+        working_dir=workdir,
+        network=network,
+        state_file=state,
+        node_size=size,
+        gang_scheduler_name=gang_scheduler_name,
+    )
     async with Interrupts() as interrupts:
         try:
             await plane.start()

@@ -17,9 +17,9 @@ from kubetrain.cli.plane import LocalPlane
 
 
 class PlaneThread:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, **options: Any) -> None:
         self.loop = asyncio.new_event_loop()
-        self.plane = LocalPlane(working_dir=workdir)
+        self.plane = LocalPlane(working_dir=workdir, **options)
         self._thread = threading.Thread(target=self.loop.run_forever, name="test-plane", daemon=True)
 
     def start(self) -> None:

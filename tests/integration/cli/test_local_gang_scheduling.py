@@ -1,0 +1,172 @@
+"""The local plane gang schedules as a cluster with Volcano or scheduler-plugins does (issue #15).
+
+A job whose pods name `scheduler-plugins-scheduler` or `volcano` gets that scheduler's PodGroup
+from the plane's operator, and the plane's binder holds the gang until `minMember` pods can be
+placed together, saying why in that scheduler's words on the pods (and on a Volcano PodGroup).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_plane import PlaneThread, pytorchjob
+
+import kubetrain
+from kubetrain.kube.client import KubeAPI, core_path, group_path
+
+JsonDict = dict[str, Any]
+PLUGINS = ("scheduling.x-k8s.io", "v1alpha1")
+VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+
+
+@pytest.fixture
+def client(kubeconfig: str) -> kubetrain.Client:
+    with kubetrain.Client(kubeconfig) as c:
+        yield c
+
+
+def gang_job(name: str, scheduler: str, min_available: int) -> JsonDict:
+    """Master + 1 Worker (2 pods) naming `scheduler`, gang of at least `min_available`."""
+    body = pytorchjob(name, "print('master ran')", worker="print('worker ran')")
+    for spec in body["spec"]["pytorchReplicaSpecs"].values():
+        spec["template"]["spec"]["schedulerName"] = scheduler
+    body["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": min_available}}
+    return body
+
+
+def read(plane: PlaneThread, path: str) -> JsonDict:
+    async def get() -> JsonDict:
+        api = KubeAPI.for_url(plane.plane.server.plain_url, token=plane.plane.token)
+        try:
+            found: JsonDict = await api.get(path)
+            return found
+        finally:
+            await api.close()
+
+    return asyncio.run(get())
+
+
+def until(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def scheduling_messages(pods: list[JsonDict]) -> set[str]:
+    return {
+        c.get("message", "")
+        for pod in pods
+        for c in (pod.get("status") or {}).get("conditions") or []
+        if c.get("type") == "PodScheduled" and c.get("status") == "False"
+    }
+
+
+def told_why(client: kubetrain.Client, job: str) -> list[JsonDict]:
+    """The job's 2 pods once each has its PodScheduled=False message, else []."""
+    pods = client.pods("pytorchjob", job)
+    unscheduled = [p for p in pods if scheduling_messages([p])]
+    return pods if len(pods) == 2 and len(unscheduled) == 2 else []
+
+
+def failed_scheduling(plane: PlaneThread, pod_names: set[str]) -> set[str]:
+    events = read(plane, core_path("events", "default"))["items"]
+    return {
+        e["message"]
+        for e in events
+        if e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"] in pod_names
+    }
+
+
+def test_a_scheduler_plugins_gang_short_of_min_member_waits_and_says_why(
+    plane: PlaneThread, client: kubetrain.Client
+) -> None:
+    client.create(gang_job("gang-short", "scheduler-plugins-scheduler", min_available=3))
+    group = until(
+        "the PodGroup",
+        lambda: read(plane, group_path(*PLUGINS, "podgroups", "default"))["items"],
+    )
+    assert [g["metadata"]["name"] for g in group] == ["gang-short"]
+    assert group[0]["spec"]["minMember"] == 3
+    pods = until("both pods told why", lambda: told_why(client, "gang-short"))
+    [message] = scheduling_messages(pods)
+    assert message.startswith("pre-filter pod gang-short-")
+    assert message.endswith("cannot find enough sibling pods, current pods number: 2, minMember of group: 3")
+    names = {p["metadata"]["name"] for p in pods}
+    assert until("the pods' events", lambda: failed_scheduling(plane, names)) == {message}
+    assert all(not p["spec"].get("nodeName") and not p["status"].get("containerStatuses") for p in pods)
+    assert {p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] for p in pods} == {"gang-short"}
+    client.delete("pytorchjob", "gang-short")
+
+
+def test_a_volcano_gang_short_of_min_member_waits_with_volcanos_condition(
+    plane: PlaneThread, client: kubetrain.Client
+) -> None:
+    client.create(gang_job("vc-short", "volcano", min_available=3))
+    path = group_path(*VOLCANO, "podgroups", "default", "vc-short")
+    group = until(
+        "the Unschedulable condition",
+        lambda: (g := read(plane, path)).get("status", {}).get("conditions") and g,
+    )
+    [condition] = group["status"]["conditions"]
+    message = "Not enough valid tasks for gang-scheduling, valid: 2, min: 3"
+    assert (condition["type"], condition["status"], condition["reason"], condition["message"]) == (
+        "Unschedulable",
+        "True",
+        "NotEnoughTasks",
+        message,
+    )
+    assert group["status"]["phase"] == "Inqueue"
+    pods = client.pods("pytorchjob", "vc-short")
+    names = {p["metadata"]["name"] for p in pods}
+    assert until("the pods' events", lambda: failed_scheduling(plane, names)) == {message}
+    assert all(not p["spec"].get("nodeName") for p in pods)
+    client.delete("pytorchjob", "vc-short")
+
+
+def test_a_volcano_gang_that_fits_runs_to_success(plane: PlaneThread, client: kubetrain.Client) -> None:
+    client.create(gang_job("vc-fits", "volcano", min_available=2))
+    job = client.wait("pytorchjob", "vc-fits", timeout=90)
+    assert any(c["type"] == "Succeeded" and c["status"] == "True" for c in job["status"]["conditions"])
+    pods = client.pods("pytorchjob", "vc-fits")
+    assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] for p in pods} == {"vc-fits"}
+    assert {p["spec"]["schedulerName"] for p in pods} == {"volcano"}
+    client.delete("pytorchjob", "vc-fits")
+
+
+@pytest.fixture(scope="module")
+def declared_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaneThread]:
+    """A plane started as `kubetrain up --gang-scheduler-name scheduler-plugins-scheduler`."""
+    thread = PlaneThread(
+        tmp_path_factory.mktemp("declared-gang"), gang_scheduler_name="scheduler-plugins-scheduler"
+    )
+    thread.start()
+    try:
+        yield thread
+    finally:
+        thread.stop()
+
+
+def test_a_declared_gang_scheduler_gangs_jobs_whose_pods_name_none(
+    declared_plane: PlaneThread, tmp_path: Path
+) -> None:
+    body = gang_job("declared-short", "", min_available=3)
+    for spec in body["spec"]["pytorchReplicaSpecs"].values():
+        del spec["template"]["spec"]["schedulerName"]
+    kubeconfig = declared_plane.plane.write_kubeconfig(tmp_path / "kubeconfig.yaml")
+    with kubetrain.Client(str(kubeconfig)) as client:
+        client.create(body)
+        pods = until("both pods told why", lambda: told_why(client, "declared-short"))
+        assert {p["spec"]["schedulerName"] for p in pods} == {"scheduler-plugins-scheduler"}
+        [message] = scheduling_messages(pods)
+        assert message.endswith("current pods number: 2, minMember of group: 3")
+        client.delete("pytorchjob", "declared-short")
