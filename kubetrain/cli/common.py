@@ -102,6 +102,16 @@ def positive_float(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}: expected a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}: must be 1 or more")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text)

@@ -7,12 +7,23 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from kubetrain.cli.commands import HELP
-from kubetrain.cli.common import KIND_HELP, SubParsers, err, non_negative_int, out, target_parser, with_client
+from kubetrain.cli.common import (
+    KIND_HELP,
+    Handler,
+    SubParsers,
+    err,
+    non_negative_int,
+    out,
+    target_parser,
+    with_client,
+)
+from kubetrain.cli.history import add_history_file_options, find_job, open_history
 from kubetrain.cli.prefixer import Prefixer, container_label
 from kubetrain.client import jobstate
 from kubetrain.client.errors import ApiFailure, InvalidInput, NotFound
 from kubetrain.client.joblogs import JobLogFollower, Stream
 from kubetrain.client.kinds import resolve_kind
+from kubetrain.history.store import LogRecord
 
 if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
     from kubetrain.client.aio import AsyncClient
@@ -43,7 +54,63 @@ def register(sub: SubParsers) -> None:
     logs.add_argument(
         "-p", "--previous", action="store_true", help="the previous (restarted) container's log"
     )
-    logs.set_defaults(handler=with_client(_logs))
+    logs.add_argument(
+        "--from-history",
+        action="store_true",
+        help="a past job's logs, every container attempt, from the history (no API server needed)",
+    )
+    add_history_file_options(logs)
+    logs.set_defaults(handler=_from_history_or(with_client(_logs)))
+
+
+def _from_history_or(live: Handler) -> Handler:
+    def handler(args: argparse.Namespace) -> int:
+        return _history_logs(args) if args.from_history else live(args)
+
+    return handler
+
+
+def _history_logs(args: argparse.Namespace) -> int:
+    """Every recorded attempt of the job's containers, oldest first, each line naming its replica
+    (and its attempt, once a container restarted)."""
+    if args.name is None:
+        raise InvalidInput("--from-history needs a job: kubetrain logs KIND NAME --from-history")
+    store = open_history(args)
+    try:
+        job = find_job(store, args.name, args.first, args.namespace)
+        records = store.logs(job.uid)
+    finally:
+        store.close()
+    default = resolve_kind(args.first).default_container
+    picked = []
+    for record in records:
+        replica = record.pod.removeprefix(f"{args.name}-")
+        if args.replica and replica != args.replica.lower():
+            continue
+        if args.container and record.container != args.container:
+            continue
+        if not args.container and record.container != default and len({r.container for r in records}) > 1:
+            continue  # as the live `logs`: the main container's, unless -c names another
+        picked.append((replica, record))
+    if not picked:
+        raise NotFound(f"the history has no logs of {job.kind} {job.name!r}" + _which(args))
+    restarted = {(r.pod, r.container) for _, r in picked if r.attempt > 0}
+    labels = [_attempt_label(replica, r, restarted) for replica, r in picked]
+    prefixer = None if args.replica and not restarted else Prefixer(labels)
+    for label, (_, record) in zip(labels, picked, strict=True):
+        lines = record.text.splitlines()
+        for line in lines[-args.tail :] if args.tail is not None else lines:
+            out.print(prefixer.text(label, line) if prefixer else line, markup=False, highlight=False)
+    return 0
+
+
+def _attempt_label(replica: str, record: LogRecord, restarted: set[tuple[str, str]]) -> str:
+    return f"{replica}#{record.attempt}" if (record.pod, record.container) in restarted else replica
+
+
+def _which(args: argparse.Namespace) -> str:
+    flags = (("--replica", args.replica), ("-c", args.container))
+    return "".join(f" {flag} {value}" for flag, value in flags if value)
 
 
 async def _logs(client: AsyncClient, args: argparse.Namespace) -> int:

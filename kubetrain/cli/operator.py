@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.cli.commands import HELP
-from kubetrain.cli.common import SubParsers, positive_float, run_async
+from kubetrain.cli.common import SubParsers, positive_float, positive_int, run_async
+from kubetrain.cli.operator_history import add_history_options, recording
 from kubetrain.cli.operator_webhook import WebhookOptions, WebhookSidecar
 from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import ConfigError, KubetrainError
@@ -62,16 +63,6 @@ def go_bool(text: str) -> bool:
     if value in ("0", "f", "false"):
         return False
     raise argparse.ArgumentTypeError(f"invalid boolean {text!r}: use true or false")
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}: expected a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}: must be 1 or more")
-    return value
 
 
 def port_number(text: str) -> int:
@@ -322,6 +313,7 @@ def register(sub: SubParsers) -> None:
         metavar="SECONDS",
         help="on SIGTERM, how long in-flight reconciles may finish (default 10s)",
     )
+    add_history_options(p)
     p.set_defaults(handler=_operator)
 
 
@@ -482,11 +474,11 @@ def _operator(args: argparse.Namespace) -> int:
         client_factory(args.kubeconfig, args.context),
         sidecars=sidecar_factory(webhook_options(args)),
     )
-    return run_async(_serve(operator))
+    return run_async(_serve(operator, args))
 
 
-async def _serve(operator: Operator) -> int:
-    async with Interrupts() as interrupts:
+async def _serve(operator: Operator, args: argparse.Namespace) -> int:
+    async with Interrupts() as interrupts, recording(args, client_factory(args.kubeconfig, args.context)):
         hurry = asyncio.ensure_future(_exit_on_second_signal(interrupts))
         try:
             return await operator.run(interrupts.first)

@@ -30,7 +30,9 @@ from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, Node
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.podgroups import podgroup_crds
 from kubetrain.embedded.scheduler import Binder
-from kubetrain.kinds.registry import crd_manifests
+from kubetrain.history.recorder import HistoryRecorder
+from kubetrain.history.store import HistoryStore
+from kubetrain.kinds.registry import all_versions, crd_manifests
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.config import RuntimeConfig
 from kubetrain.runtime.manager import Manager
@@ -134,6 +136,7 @@ class LocalPlane:
     `gang_scheduler_name` is `--gang-scheduler-name`: every job gets a PodGroup of that scheduler,
     as from `kubetrain operator --gang-scheduler-name`; without it a job whose pods name one of
     `GANG_SCHEDULERS` gets that scheduler's. The binder answers for all of them.
+    `history` records every job the plane sees into that store (None: no history).
     """
 
     def __init__(
@@ -147,7 +150,9 @@ class LocalPlane:
         state_file: Path | None = None,
         node_size: NodeSize | None = None,
         gang_scheduler_name: str = "",
+        history: HistoryStore | None = None,
     ) -> None:
+        self.history = history
         self.port = port
         self.gang_scheduler_name = gang_scheduler_name
         self.node_size = node_size or NodeSize()
@@ -165,6 +170,7 @@ class LocalPlane:
         self.agent: NodeAgent | None = None
         self.binder: Binder | None = None
         self.jobs: JobController | None = None
+        self.recorder: HistoryRecorder | None = None
         self._kube: KubeClient | None = None
         self._node_api: KubeAPI | None = None
         self._started = False
@@ -224,6 +230,9 @@ class LocalPlane:
             self.server.log_provider = self.agent.log_provider
             await self.binder.start()
             await self.jobs.start()
+            if self.history is not None:
+                self.recorder = HistoryRecorder(self._node_api, self.history, all_versions())
+                await self.recorder.start()
             self._started = True
         except BaseException:
             await self.stop()
@@ -261,6 +270,9 @@ class LocalPlane:
             await _quietly(self.jobs.stop(), "Job controller")
         if self.manager is not None:
             await _quietly(self.manager.stop(drain_timeout=2.0), "operator")
+        if self.recorder is not None:  # after the node: it records the pods' last states and logs
+            await _quietly(self.recorder.stop(), "job history")
+            self.recorder = None
         if self._node_api is not None:
             await _quietly(self._node_api.close(), "node client")
         if self._kube is not None:

@@ -18,7 +18,8 @@ from pathlib import Path
 from kubetrain.api.kinds import KindInfo
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, positive_float, run_async
-from kubetrain.cli.datadir import STATE_FILE, DataDirLock
+from kubetrain.cli.datadir import STATE_FILE, DataDirLock, default_data_dir
+from kubetrain.cli.history import add_history_bounds, history_store
 from kubetrain.cli.narrate import QUIET_AFTER, PodNarrator
 from kubetrain.cli.nodesize import add_node_size_options, node_size
 from kubetrain.cli.plane import LocalPlane
@@ -38,6 +39,7 @@ from kubetrain.client.errors import KubetrainError, NotFound
 from kubetrain.client.joblogs import JobLogFollower, Stream
 from kubetrain.client.kinds import resolve_kind
 from kubetrain.client.source import STDIN, LoadedJob, load_one
+from kubetrain.history.store import HISTORY_FILE
 
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
 LOG_DRAIN_SECONDS = 5.0
@@ -90,6 +92,7 @@ def register(sub: SubParsers) -> None:
         "keep the plane's state in DIR, as `kubetrain up --data-dir DIR` does (default: in memory, "
         "gone when run exits)",
     )
+    add_history_bounds(run)
     add_network_option(run)
     add_node_size_options(run)
     add_gang_scheduler_option(run)
@@ -147,6 +150,9 @@ class JobRun:
             state_file=self.state,
             node_size=node_size(self.args),
             gang_scheduler_name=self.args.gang_scheduler_name,
+            history=history_store(
+                (self.state.parent if self.state else default_data_dir()) / HISTORY_FILE, self.args
+            ),
         )
         async with Interrupts() as interrupts:
             self.interrupts = interrupts

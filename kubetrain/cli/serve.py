@@ -19,10 +19,12 @@ from pathlib import Path
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
 from kubetrain.cli.datadir import STATE_FILE, DataDirLock, default_data_dir
+from kubetrain.cli.history import add_history_bounds, history_store
 from kubetrain.cli.nodesize import NodeSize, add_node_size_options, node_size
 from kubetrain.cli.plane import LocalPlane
 from kubetrain.cli.signals import Interrupts
 from kubetrain.embedded.node.network import NetworkMode
+from kubetrain.history.store import HISTORY_FILE, HistoryStore
 
 DEFAULT_KUBECONFIG = "~/.kube/kubetrain.yaml"
 
@@ -53,6 +55,7 @@ def register(sub: SubParsers) -> None:
     up.add_argument(
         "--reset", action="store_true", help="delete the stored state first: start with an empty plane"
     )
+    add_history_bounds(up)
     add_network_option(up)
     add_node_size_options(up)
     add_gang_scheduler_option(up)
@@ -108,6 +111,7 @@ def _up(args: argparse.Namespace) -> int:
                 state,
                 size,
                 args.gang_scheduler_name,
+                history_store(data_dir / HISTORY_FILE, args),
             )
         )
 
@@ -121,6 +125,7 @@ async def _serve(
     state: Path,
     size: NodeSize,
     gang_scheduler_name: str = "",
+    history: HistoryStore | None = None,
 ) -> int:
     plane = LocalPlane(
         port=port,
@@ -129,6 +134,7 @@ async def _serve(
         state_file=state,
         node_size=size,
         gang_scheduler_name=gang_scheduler_name,
+        history=history,
     )
     async with Interrupts() as interrupts:
         try:
