@@ -24,6 +24,7 @@ import yaml
 
 from kubetrain.cli.datadir import STATE_FILE
 from kubetrain.embedded.apiserver.persistence import Journal
+from kubetrain.history.store import HISTORY_FILE
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.polling import wait_for
@@ -327,7 +328,9 @@ def test_kubetrain_run_stays_in_memory_unless_given_a_data_dir(tmp_path: Path) -
         assert done.returncode == 0, done.stderr
 
     run()
-    assert not (tmp_path / "xdg").exists(), "kubetrain run wrote state without --data-dir"
+    default_dir = tmp_path / "xdg" / "kubetrain"
+    assert not (default_dir / STATE_FILE).exists(), "kubetrain run wrote state without --data-dir"
+    assert (default_dir / HISTORY_FILE).is_file(), "the job history outlives run, in the default data dir"
 
     run("--data-dir", str(tmp_path / "kept"))
     journal = Journal(tmp_path / "kept" / STATE_FILE)
