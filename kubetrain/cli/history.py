@@ -184,6 +184,18 @@ def _show(store: HistoryStore, job: JobSummary) -> None:
     ]
     attempts = [[pod, container, str(n), _text(code)] for pod, container, n, code in store.attempts(job.uid)]
     events = [[e.time, e.type, e.reason, e.object, e.message] for e in store.events(job.uid)]
+    metrics = [
+        [
+            s.pod,
+            s.container,
+            s.name,
+            str(len(s.points)),
+            f"{s.points[-1][2]:g}",
+            f"{min(p[2] for p in s.points):g}",
+            f"{max(p[2] for p in s.points):g}",
+        ]
+        for s in store.metrics(job.uid)
+    ]
     for title, headers, rows in (
         ("Conditions", ["TIME", "TYPE", "STATUS", "REASON", "MESSAGE"], conditions),
         ("Pods", ["NAME", "PHASE", "CONTAINER", "RESTARTS", "EXIT CODE", "REASON"], pods),
@@ -192,6 +204,7 @@ def _show(store: HistoryStore, job: JobSummary) -> None:
             ["POD", "CONTAINER", "ATTEMPT", "EXIT CODE"],
             attempts,
         ),
+        ("Metrics (from the logs)", ["POD", "CONTAINER", "METRIC", "POINTS", "LAST", "MIN", "MAX"], metrics),
         ("Events", ["TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"], events),
     ):
         lines.append(f"{title}:")

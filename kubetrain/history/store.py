@@ -4,7 +4,8 @@ It is a file of its own (``<data dir>/history.db``), not a table of the API serv
 must keep a job after the API deletes it (TTL, `kubetrain delete`, a plane that exits). WAL lets
 the CLI read while a plane writes, and two planes (a `run` beside an `up`) share it through
 SQLite's own locking. It is bounded by a job count and an age: the oldest jobs go first, with
-everything recorded about them (the foreign keys cascade).
+everything recorded about them (the foreign keys cascade). A container attempt's log is parsed
+for metrics (`kubetrain.history.metrics`) as it is recorded, into series kept with the job.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kubetrain.history.metrics import log_metrics
 
 JsonDict = dict[str, Any]
 
@@ -54,6 +57,11 @@ CREATE TABLE IF NOT EXISTS logs (
     exit_code INTEGER, text TEXT NOT NULL,
     PRIMARY KEY (pod_uid, container, attempt));
 CREATE INDEX IF NOT EXISTS logs_by_job ON logs (job_uid);
+CREATE TABLE IF NOT EXISTS metrics (
+    job_uid TEXT NOT NULL REFERENCES jobs (uid) ON DELETE CASCADE,
+    pod TEXT NOT NULL, container TEXT NOT NULL, attempt INTEGER NOT NULL, line INTEGER NOT NULL,
+    name TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY (job_uid, pod, container, attempt, line, name));
 """
 
 
@@ -94,6 +102,17 @@ class EventRecord:
     message: str
     count: int
     time: str
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric of one replica's container, over every recorded attempt, as it was printed."""
+
+    pod: str
+    container: str
+    name: str
+    points: list[tuple[int, int, float]]
+    """(attempt, line, value)."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +285,10 @@ class HistoryStore:
                 "INSERT OR REPLACE INTO logs VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (job_uid, pod_uid, pod, container, attempt, exit_code, text),
             )
+            self._db.executemany(
+                "INSERT OR REPLACE INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(job_uid, pod, container, attempt, p.line, p.name, p.value) for p in log_metrics(text)],
+            )
 
     def prune(self) -> None:
         """Oldest first out: jobs first seen longer ago than the age limit, then beyond the count."""
@@ -336,6 +359,18 @@ class HistoryStore:
             (uid,),
         )
         return [tuple(row) for row in rows]
+
+    def metrics(self, uid: str) -> list[Series]:
+        """The job's metric series (see `kubetrain.history.metrics`), by replica and name."""
+        rows = self._db.execute(
+            "SELECT pod, container, name, attempt, line, value FROM metrics WHERE job_uid = ?"
+            " ORDER BY pod, container, name, attempt, line",
+            (uid,),
+        )
+        series: dict[tuple[str, str, str], list[tuple[int, int, float]]] = {}
+        for pod, container, name, attempt, line, value in rows:
+            series.setdefault((pod, container, name), []).append((attempt, line, value))
+        return [Series(pod, container, name, points) for (pod, container, name), points in series.items()]
 
     def logs(self, uid: str) -> list[LogRecord]:
         rows = self._db.execute(

@@ -4,7 +4,7 @@ A real local plane on a data directory of the test's own runs a PyTorchJob whose
 once (exit 3) and then succeeds (OnFailure); the job is deleted and the plane stopped. A new plane
 on the same directory no longer has the job, yet `kubetrain history`, `history show` and
 `logs --from-history` show it: its outcome, conditions, the pod's restart and exit code, its
-events, and both attempts' logs.
+events, both attempts' logs, and the loss series parsed from them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ FAILS_ONCE = (
     "first = not os.path.exists('attempted')\n"
     "open('attempted', 'w').close()\n"
     "print('attempt', 'first' if first else 'second', flush=True)\n"
+    "print('epoch=1 loss=' + ('0.9' if first else '0.4'), flush=True)\n"
     "sys.exit(3 if first else 0)\n"
 )
 
@@ -83,11 +84,15 @@ async def test_a_deleted_job_stays_in_the_history_of_the_next_plane(
         pod_line = next(line for line in shown.splitlines() if line.strip().startswith("gone-master-0"))
         assert pod_line.split()[1:5] == ["Succeeded", "pytorch", "1", "0"]  # restarted once, then exit 0
         assert "SuccessfulCreatePod" in shown
+        loss = next(line for line in shown.splitlines() if line.split()[2:3] == ["loss"])
+        assert loss.split()[:7] == ["gone-master-0", "pytorch", "loss", "2", "0.4", "0.4", "0.9"]
 
         assert main(["logs", "pytorchjob", "gone", "--from-history", "--data-dir", str(data_dir)]) == 0
         assert capsys.readouterr().out.splitlines() == [
             "master-0#0 | attempt first",
+            "master-0#0 | epoch=1 loss=0.9",
             "master-0#1 | attempt second",
+            "master-0#1 | epoch=1 loss=0.4",
         ]
     finally:
         await plane.stop()
