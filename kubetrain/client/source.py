@@ -19,6 +19,7 @@ from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import validate_raw_with_warnings
 from kubetrain.client.errors import InvalidInput, ValidationError
 from kubetrain.kinds.registry import has_offline_rules, offline_problems
+from kubetrain.kube.annotations import WORKDIR as WORKDIR_ANNOTATION
 
 JsonDict = dict[str, Any]
 JobSource = JsonDict | TrainingJob | str | os.PathLike[str]
@@ -112,9 +113,12 @@ def load_jobs(source: JobSource) -> list[LoadedJob]:
     are checked before any is returned so that nothing is submitted from a half-valid file.
     """
     docs, label = read_documents(source)
+    directory = _directory_of(source)
     out: list[LoadedJob] = []
     for index, doc in enumerate(docs):
         where = label if len(docs) == 1 else f"{label} (document {index + 1})"
+        if directory is not None and isinstance(doc, dict):
+            stamp_workdir(doc, directory)
         if has_offline_rules(doc):
             out.append(_load_extra(doc, where))
             continue
@@ -123,6 +127,47 @@ def load_jobs(source: JobSource) -> list[LoadedJob]:
             raise ValidationError(result.errors, info.kind if info else "", _name_of(doc), where)
         out.append(LoadedJob(doc, where, tuple(result.warnings)))
     return out
+
+
+def _directory_of(source: JobSource) -> str | None:
+    """The directory of a job file; None for YAML text, dicts, parsed jobs and stdin."""
+    if isinstance(source, (dict, TrainingJob)) or source == STDIN:
+        return None
+    if isinstance(source, str) and _looks_like_yaml(source):
+        return None
+    return str(Path(source).resolve().parent)
+
+
+def stamp_workdir(job: JsonDict, directory: str) -> None:
+    """Name `directory` as the job's working directory, on the job and every pod template, unless
+    the job (or that template) already names one."""
+    meta = job.setdefault("metadata", {})
+    annotations = meta.setdefault("annotations", {}) if isinstance(meta, dict) else {}
+    if not isinstance(annotations, dict):
+        return
+    directory = str(annotations.setdefault(WORKDIR_ANNOTATION, directory))
+    for template in pod_templates(job.get("spec")):
+        tmeta = template.setdefault("metadata", {})
+        if isinstance(tmeta, dict) and isinstance(tmeta.setdefault("annotations", {}), dict):
+            tmeta["annotations"].setdefault(WORKDIR_ANNOTATION, directory)
+
+
+def pod_templates(node: Any) -> list[JsonDict]:
+    """Every pod template under a job's spec, whatever the kind nests them in (replica specs,
+    MPIJob v2's launcher and worker, ChainerJob's worker sets): each `template` with containers."""
+    found: list[JsonDict] = []
+    if isinstance(node, dict):
+        template = node.get("template")
+        spec = template.get("spec") if isinstance(template, dict) else None
+        if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
+            found.append(template)  # type: ignore[arg-type]
+        for key, value in node.items():
+            if key != "template":
+                found += pod_templates(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += pod_templates(item)
+    return found
 
 
 def _load_extra(doc: JsonDict, where: str) -> LoadedJob:

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from kubetrain.kube.annotations import WORKDIR as WORKDIR_ANNOTATION
 from kubetrain.kube.client import core_path
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import core_event, object_reference
@@ -370,7 +371,7 @@ class PodWorker:
     def _working_dir(self, cspec: JsonDict, paths: PathMap, mapped: str | None) -> str:
         wd = cspec.get("workingDir")
         if not wd:
-            return mapped or str(self.ctx.config.working_dir)
+            return mapped or self._job_directory() or str(self.ctx.config.working_dir)
         local = paths.lookup(wd)
         if local is not None:
             return local
@@ -379,6 +380,12 @@ class PodWorker:
         fallback = self.dir / "rootfs" / str(wd).lstrip("/")  # the image would have had it; make it
         fallback.mkdir(parents=True, exist_ok=True)
         return str(fallback)
+
+    def _job_directory(self) -> str | None:
+        """The pod's `kubetrain.io/workdir` (its job file's directory), when that is a directory here."""
+        annotations = (self.pod.get("metadata") or {}).get("annotations") or {}
+        directory = annotations.get(WORKDIR_ANNOTATION) if isinstance(annotations, dict) else None
+        return directory if isinstance(directory, str) and os.path.isdir(directory) else None
 
     async def _deadline(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, self.state.start_time + seconds - time.time()))

@@ -172,3 +172,24 @@ def test_get_watch_prints_the_table_then_a_line_per_change(kubeconfig: str) -> N
         with kubetrain.Client(kubeconfig) as client, contextlib.suppress(NotFound):
             client.delete("pytorchjob", "watched-after")
     assert proc.returncode == 130
+
+
+def test_each_job_runs_in_the_directory_of_its_file(
+    kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plane's working directory is only the default: a job from a file runs beside it."""
+    for name in ("here-a", "here-b"):
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "data.txt").write_text(f"data of {name}\n")
+        write_job(directory, pytorchjob(name, "print(open('data.txt').read().strip())"))
+    code, _, _ = run(
+        capsys, "create", "-f", str(tmp_path / "here-a" / "here-a.yaml"), "--kubeconfig", kubeconfig
+    )
+    assert code == 0
+    with kubetrain.Client(kubeconfig) as client:
+        client.create(tmp_path / "here-b" / "here-b.yaml")
+        for name in ("here-a", "here-b"):
+            client.wait("pytorchjob", name, timeout=60)
+            assert list(client.logs(f"{name}-master-0")) == [f"data of {name}"]
+            client.delete("pytorchjob", name)

@@ -12,6 +12,7 @@ import pytest
 from cli_plane import pytorchjob
 
 import kubetrain
+from kubetrain.client.errors import JobStuck
 
 HUGE = {"HUGE": "x" * 200_000}
 
@@ -42,7 +43,9 @@ def test_on_failure_restarts_until_the_backoff_limit(client: kubetrain.Client) -
     body = pytorchjob("e2big-retry", "print('never runs')", restart_policy="OnFailure", env=HUGE)
     body["spec"]["runPolicy"] = {"backoffLimit": 1}
     client.create(body)
-    job = client.wait("pytorchjob", "e2big-retry", timeout=90)
+    with pytest.raises(JobStuck, match="argument list too long"):  # the restart met it again
+        client.wait("pytorchjob", "e2big-retry", timeout=90)
+    job = client.wait("pytorchjob", "e2big-retry", timeout=90, fail_when_stuck=False)
     assert "backoff limit" in failed(job)["message"]
     [pod] = client.pods("pytorchjob", "e2big-retry")
     status = pod["status"]["containerStatuses"][0]

@@ -12,6 +12,7 @@ from cli_builders import pytorchjob
 from kubetrain.api.jobs import parse_job
 from kubetrain.client.errors import EXIT_INVALID, InvalidInput, ValidationError
 from kubetrain.client.source import load_jobs, load_one
+from kubetrain.kube.annotations import WORKDIR
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -90,3 +91,37 @@ def test_multi_document_file(tmp_path: Path) -> None:
 def test_every_invalid_example_is_refused(path: Path) -> None:
     with pytest.raises((ValidationError, InvalidInput)):
         load_jobs(path)
+
+
+def test_a_job_file_names_its_directory_on_the_job_and_every_pod_template(tmp_path: Path) -> None:
+    mpijob = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "mpi"},
+        "spec": {
+            "mpiReplicaSpecs": {
+                role: {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
+                for role in ("Launcher", "Worker")
+            }
+        },
+    }
+    path = tmp_path / "mpi.yaml"
+    path.write_text(yaml.safe_dump(mpijob))
+    job = load_one(path).raw
+    assert job["metadata"]["annotations"] == {WORKDIR: str(tmp_path)}
+    for role in ("Launcher", "Worker"):
+        template = job["spec"]["mpiReplicaSpecs"][role]["template"]
+        assert template["metadata"]["annotations"] == {WORKDIR: str(tmp_path)}
+
+
+def test_a_directory_the_job_names_itself_wins(tmp_path: Path) -> None:
+    raw = pytorchjob()
+    raw["metadata"]["annotations"] = {WORKDIR: "/srv/code"}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    job = load_one(path).raw
+    master = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    assert (
+        job["metadata"]["annotations"][WORKDIR] == master["metadata"]["annotations"][WORKDIR] == "/srv/code"
+    )
+    assert WORKDIR not in (load_one(pytorchjob()).raw["metadata"].get("annotations") or {})  # a dict: none
