@@ -30,9 +30,16 @@ NODES_TTL = 5.0
 
 class PodNarrator:
     def __init__(
-        self, client: AsyncClient, job_name: str, say: Say, quiet_after: float = QUIET_AFTER
+        self,
+        client: AsyncClient,
+        job_name: str,
+        say: Say,
+        quiet_after: float = QUIET_AFTER,
+        job_pods: int | None = None,
     ) -> None:
         self.client = client
+        self.job_pods = job_pods
+        """How many pods the job will have (its replicas): a gang asking more never fills."""
         self.job_name = job_name
         self.say = say
         self.quiet_after = quiet_after
@@ -59,7 +66,8 @@ class PodNarrator:
                 self.pods.pop(uid, None)
                 continue
             self.pods[uid] = pod
-            for finding in pod_findings(pod, self.job_name, await self._nodes_for(pod)):
+            nodes = await self._nodes_for(pod)
+            for finding in pod_findings(pod, self.job_name, nodes, self.job_pods):
                 self._tell(finding)
 
     async def watch_quiet(self) -> None:

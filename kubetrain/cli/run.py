@@ -182,7 +182,8 @@ class JobRun:
         def say(line: str, alarming: bool) -> None:
             status_console.print(line, style="red" if alarming else "yellow", markup=False, highlight=False)
 
-        self.narrator = PodNarrator(client, self.name, say, self.args.quiet_after)
+        replicas = sum(jobstate.desired_replicas(self.loaded.raw, self.info).values())
+        self.narrator = PodNarrator(client, self.name, say, self.args.quiet_after, replicas or None)
         view = StatusView(status_console, self.info, self.name, live=False if self.args.no_status else None)
         tasks = [
             asyncio.create_task(follower.run(), name="follow logs"),

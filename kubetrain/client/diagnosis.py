@@ -8,6 +8,7 @@ same thing locally and on a cluster.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -45,17 +46,22 @@ class Finding:
     """No retry can help (a request no node can ever hold, a start error that repeats)."""
 
 
-def pod_findings(pod: JsonDict, job_name: str, nodes: Sequence[JsonDict] = ()) -> list[Finding]:
-    """What is wrong with `pod` now; `nodes` lets "waits for room" be told from "never fits"."""
+def pod_findings(
+    pod: JsonDict, job_name: str, nodes: Sequence[JsonDict] = (), job_pods: int | None = None
+) -> list[Finding]:
+    """What is wrong with `pod` now; `nodes` lets "waits for room" be told from "never fits", and
+    `job_pods` (how many pods the job will ever have) a gang that waits from one that never fills."""
     replica = replica_label(pod, job_name)
     uid = str((pod.get("metadata") or {}).get("uid", ""))
-    findings = _scheduling(pod, replica, uid, nodes)
+    findings = _scheduling(pod, replica, uid, nodes, job_pods)
     for cs in _container_statuses(pod):
         findings += _container(pod, cs, replica, uid)
     return findings
 
 
-def _scheduling(pod: JsonDict, replica: str, uid: str, nodes: Sequence[JsonDict]) -> list[Finding]:
+def _scheduling(
+    pod: JsonDict, replica: str, uid: str, nodes: Sequence[JsonDict], job_pods: int | None
+) -> list[Finding]:
     for cond in (pod.get("status") or {}).get("conditions") or ():
         if cond.get("type") != "PodScheduled" or cond.get("status") != "False":
             continue
@@ -66,8 +72,28 @@ def _scheduling(pod: JsonDict, replica: str, uid: str, nodes: Sequence[JsonDict]
         if never is not None:  # the scheduler's message says which flag (locally) or what is short
             text = f"{replica} can never be scheduled ({never}): {message}"
             return [Finding(("never-fits", uid), replica, text, fatal=True)]
+        need = gang_needs(message)
+        if need is not None and job_pods is not None and need > job_pods:
+            why = f"its gang needs {need} pods, the job has {job_pods}: lower schedulingPolicy.minAvailable"
+            text = f"{replica} can never be scheduled ({why}): {message}"
+            return [Finding(("gang-never-fills", uid), replica, text, fatal=True)]
         return [Finding(("unschedulable", uid, message), replica, f"{replica} is not scheduled: {message}")]
     return []
+
+
+_GANG_SHORT = (
+    re.compile(r"current pods number: \d+, minMember of group: (\d+)"),  # scheduler-plugins
+    re.compile(r"Not enough valid tasks for gang-scheduling, valid: \d+, min: (\d+)"),  # Volcano
+)
+
+
+def gang_needs(message: str) -> int | None:
+    """The gang's minMember, from a coscheduling scheduler's "not enough pods" message."""
+    for pattern in _GANG_SHORT:
+        match = pattern.search(message)
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def never_fits(pod: JsonDict, nodes: Sequence[JsonDict]) -> str | None:

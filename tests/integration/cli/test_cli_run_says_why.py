@@ -108,3 +108,15 @@ def test_a_quiet_hang_says_which_replicas_run_and_why_the_others_do_not(tmp_path
     assert (
         "running: master-0; not running: worker-0 (Pending: waits for the scheduler 'nobody-runs-this')"
     ) in stderr
+
+
+def test_a_gang_the_job_can_never_fill_stops_the_run(tmp_path: Path) -> None:
+    job = pytorchjob("short-gang", "print(1)", "print(1)")
+    job["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 3}}
+    for spec in job["spec"]["pytorchReplicaSpecs"].values():
+        spec["template"]["spec"]["schedulerName"] = "scheduler-plugins-scheduler"
+    code, stderr = run(job, tmp_path, "--timeout", "120")
+    assert code == 1
+    assert "can never be scheduled (its gang needs 3 pods, the job has 2" in stderr
+    assert "minMember of group: 3" in stderr
+    assert "pytorchjob/short-gang cannot run, and waiting will not help: deleting it" in stderr

@@ -114,3 +114,16 @@ def test_why_a_pod_is_not_running() -> None:
     assert waiting_for(_unschedulable({"cpu": "1"})) == f"Pending: {UNSCHEDULABLE}"
     creating = _pod(containerStatuses=[{"name": "c", "state": {"waiting": {"reason": "ContainerCreating"}}}])
     assert waiting_for(creating) == "Pending: c ContainerCreating"
+
+
+def test_a_gang_larger_than_the_job_never_fills() -> None:
+    pods, group = "current pods number: 2", "minMember of group: 3"
+    coscheduling = f"pre-filter pod job-worker-1 cannot find enough sibling pods, {pods}, {group}"
+    volcano = "Not enough valid tasks for gang-scheduling, valid: 2, min: 3"
+    for message in (coscheduling, volcano):
+        pod = _unschedulable({})
+        pod["status"]["conditions"][0]["message"] = message
+        [never] = pod_findings(pod, JOB, [_node(cpu="2")], job_pods=2)
+        assert never.fatal and "its gang needs 3 pods, the job has 2" in never.message
+        [waits] = pod_findings(pod, JOB, [_node(cpu="2")], job_pods=3)  # the third pod may still come
+        assert not waits.fatal
