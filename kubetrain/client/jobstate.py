@@ -70,11 +70,13 @@ def desired_replicas(job: JsonDict, info: KindInfo) -> dict[str, int]:
 def summary(job: JsonDict, info: KindInfo) -> str:
     """`Running  master 1/1 active  worker 1 succeeded, 1 active` — one line for a status bar."""
     counts = replica_counts(job)
+    # A finished job's replicas without counts were cleaned up (cleanPodPolicy), not pending.
+    nothing = "none left" if reached(job, FINISHED) else "pending"
     parts = []
     for rtype, want in desired_replicas(job, info).items():
         got = counts.get(rtype) or next((v for k, v in counts.items() if k.lower() == rtype.lower()), {})
         bits = [f"{n} {what}" for what, n in got.items() if n]
-        parts.append(f"{rtype.lower()} {'/'.join(bits) or 'pending'} of {want}")
+        parts.append(f"{rtype.lower()} {'/'.join(bits) or nothing} of {want}")
     return f"{state(job) or 'Pending'}  " + "  ".join(parts)
 
 

@@ -23,6 +23,13 @@ def test_summary_line() -> None:
     assert jobstate.summary(pytorchjob(), PYTORCHJOB).startswith("Pending  master pending of 1")
 
 
+def test_a_finished_jobs_cleaned_up_replicas_are_not_called_pending() -> None:
+    job = pytorchjob(
+        conditions=[cond("Succeeded")], replica_statuses={"Master": {"succeeded": 1}, "Worker": {}}
+    )
+    assert jobstate.summary(job, PYTORCHJOB) == "Succeeded  master 1 succeeded of 1  worker none left of 2"
+
+
 def test_replica_labels_and_order() -> None:
     pods = [
         pod("tiny-worker-1", "worker", 1),
