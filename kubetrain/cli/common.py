@@ -102,21 +102,21 @@ def positive_float(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number {text!r}: expected a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}: must be 1 or more")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}: must be {minimum} or more")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts that must be at least 1."""
+    return _whole_number(text, 1)
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}: expected a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}: must be 0 or more")
-    return value
+    """argparse type for counts that may be 0."""
+    return _whole_number(text, 0)
