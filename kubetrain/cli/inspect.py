@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from kubetrain.cli import output
@@ -16,7 +17,9 @@ from kubetrain.cli.common import (
     target_parser,
     with_client,
 )
+from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import InvalidInput
+from kubetrain.kube.tasks import cancel_and_wait
 
 if TYPE_CHECKING:  # aiohttp and kubernetes_asyncio load only when a command connects
     from kubetrain.client.aio import AsyncClient
@@ -104,6 +107,19 @@ def _say_none_found(client: AsyncClient, args: argparse.Namespace) -> None:
 
 
 async def _watch(client: AsyncClient, args: argparse.Namespace) -> int:
+    """Until SIGINT/SIGTERM (exit 130/143): also when started with SIGINT ignored, as a shell
+    starts a background job, where Python would never raise KeyboardInterrupt."""
+    async with Interrupts() as interrupts:
+        watching = asyncio.ensure_future(_print_changes(client, args))
+        stop = asyncio.ensure_future(interrupts.first.wait())
+        try:
+            await asyncio.wait({watching, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await cancel_and_wait([watching, stop])
+        return interrupts.exit_code if stop.done() and not stop.cancelled() else watching.result()
+
+
+async def _print_changes(client: AsyncClient, args: argparse.Namespace) -> int:
     """kubectl's `get -w`: the table, then one line per change, aligned with the table's columns."""
     from kubetrain.client.aio import LISTED, SYNCED  # loaded already: the client is connected
 

@@ -145,6 +145,11 @@ class _Lines:
                 return words
 
 
+def _ignoring_sigint() -> None:
+    """What a shell does to a background job: SIGINT ignored, inherited by what it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_get_watch_prints_the_table_then_a_line_per_change(kubeconfig: str) -> None:
     with kubetrain.Client(kubeconfig) as client:
         client.create(_labelled("watched-before", {"suite": "watch"}))
@@ -156,6 +161,7 @@ def test_get_watch_prints_the_table_then_a_line_per_change(kubeconfig: str) -> N
         text=True,
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=_ignoring_sigint,  # it must stop on SIGINT all the same
     )
     lines = _Lines(proc)
     try:
@@ -168,7 +174,11 @@ def test_get_watch_prints_the_table_then_a_line_per_change(kubeconfig: str) -> N
             lines.until_named("watched-before")  # its deletion (and the status changes before it)
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        try:  # not communicate(): the reader thread owns stdout
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         with kubetrain.Client(kubeconfig) as client, contextlib.suppress(NotFound):
             client.delete("pytorchjob", "watched-after")
     assert proc.returncode == 130
