@@ -117,6 +117,8 @@ class Fuzzer:
         if status != 201:
             return
         assert _api_version(created) == api_version
+        # A recipe may have set metadata.name itself (to a valid name): the job is the one stored.
+        name = created["metadata"]["name"]
         path = _path(kind, api_version, self.ns.name, name)
         status, got = await self.request(key, "GET", path)
         assert status == 200 and _api_version(got) == api_version
