@@ -88,7 +88,10 @@ class Fuzzer:
         """The recipe's job, named uniquely in the test's namespace, and its body."""
         self.serial += 1
         name = f"fz{self.serial}"
-        return name, recipe.encode(_renamed(BASES, recipe.base, name, self.ns.name))
+        body = recipe.encode(_renamed(BASES, recipe.base, name, self.ns.name))
+        if recipe.path == ("metadata", "name") and not recipe.depth and isinstance(recipe.value, str):
+            name = recipe.value  # the recipe names the job itself (stored when the name is valid)
+        return name, body
 
     async def request(
         self, key: KindVersion, method: str, path: str, raw: bytes | None = None, content_type: str = ""
@@ -117,8 +120,6 @@ class Fuzzer:
         if status != 201:
             return
         assert _api_version(created) == api_version
-        # A recipe may have set metadata.name itself (to a valid name): the job is the one stored.
-        name = created["metadata"]["name"]
         path = _path(kind, api_version, self.ns.name, name)
         status, got = await self.request(key, "GET", path)
         assert status == 200 and _api_version(got) == api_version
