@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 JsonDict = dict[str, Any]
 
 DEFAULT_SCHEDULER = "default-scheduler"
+INVALID_SCHEDULER = "<not a scheduler name>"
+"""What a non-string schedulerName counts as: no binder answers for it, none crashes on it."""
 VOLCANO_SCHEDULER = "volcano"
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -84,7 +86,12 @@ def _is_active(pod: JsonDict) -> bool:
 
 
 def _scheduler_of(pod: JsonDict) -> str:
-    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+    """The pod's scheduler; a `schedulerName` that is not a string (a poisoned pod) names none."""
+    spec = pod.get("spec")
+    name = spec.get("schedulerName") if isinstance(spec, dict) else None
+    if not name:
+        return DEFAULT_SCHEDULER
+    return name if isinstance(name, str) else INVALID_SCHEDULER
 
 
 def _is_volcano_member(pod: JsonDict) -> bool:
