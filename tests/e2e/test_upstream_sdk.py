@@ -39,21 +39,11 @@ scanning /proc, as the `kubetrain run` interrupt tests do.
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import importlib.util
 import json
 import os
-import signal
-import ssl
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +64,15 @@ if (_missing("kubeflow.training") or _missing("torch")) and os.environ.get("CI")
 from kubeflow.training import TrainingClient, models  # noqa: E402
 from kubernetes.client.exceptions import ApiException  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-NAMESPACE = "default"
-MARKER_ENV = "KUBETRAIN_SDK_E2E_MARKER"
+from tests.e2e.sdk_plane import (  # noqa: E402
+    MARKER_ENV,
+    NAMESPACE,
+    KubetrainUp,
+    assert_clean,
+    processes_with,
+    running_plane,
+)
+
 SDK_PYTORCH_IMAGE = "docker.io/pytorch/pytorch:2.1.2-cuda11.8-cudnn8-runtime"  # not run locally
 HELLO_WORLD = "docker.io/hello-world"
 
@@ -108,120 +104,6 @@ def allreduce_under_torchrun() -> None:
     dist.destroy_process_group()
 
 
-# --- `kubetrain up` as a subprocess -------------------------------------------------------------
-
-
-def _processes_with(marker: str) -> list[int]:
-    """Pids whose environment holds `marker` (a /proc scan, no psutil)."""
-    needle = f"{MARKER_ENV}={marker}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if needle in fh.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
-
-
-@dataclass
-class Shutdown:
-    returncode: int
-    leftovers: list[int]
-    output: str
-
-
-class KubetrainUp:
-    """`python -m kubetrain.cli.main up --port 0 --kubeconfig <tmp>`, started and stopped like a user does."""
-
-    def __init__(self, workdir: Path, image_map: Path | None = None) -> None:
-        self.workdir = workdir
-        self.kubeconfig = workdir / "kubeconfig.yaml"
-        self.marker = uuid.uuid4().hex
-        self._log_path = workdir / "kubetrain-up.log"
-        self._image_map = image_map
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 60.0) -> None:
-        env = {**os.environ, MARKER_ENV: self.marker}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-        if self._image_map is not None:
-            env["KUBETRAIN_IMAGE_MAP"] = str(self._image_map)
-        argv = [
-            sys.executable,
-            "-m",
-            "kubetrain.cli.main",
-            "up",
-            "--port",
-            "0",
-            "--kubeconfig",
-            str(self.kubeconfig),
-            "--workdir",
-            str(self.workdir),
-            "--data-dir",
-            str(self.workdir / "data"),
-            "-n",
-            NAMESPACE,
-        ]
-        with open(self._log_path, "wb") as log:
-            self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
-        deadline = time.monotonic() + timeout
-        while not self._ready():
-            if self._proc.poll() is not None:
-                raise AssertionError(f"kubetrain up exited with {self._proc.returncode}:\n{self.output()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError(f"kubetrain up not ready after {timeout:.0f}s:\n{self.output()}")
-            time.sleep(0.1)
-
-    def _ready(self) -> bool:
-        """The kubeconfig is written once the plane serves; ready when the kubeflow.org API answers."""
-        try:
-            config = yaml.safe_load(self.kubeconfig.read_text())
-            cluster = config["clusters"][0]["cluster"]
-            ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
-            request = urllib.request.Request(
-                f"{cluster['server']}/apis/kubeflow.org/v1",
-                headers={"Authorization": f"Bearer {config['users'][0]['user']['token']}"},
-            )
-            context = ssl.create_default_context(cadata=ca)
-            with urllib.request.urlopen(request, timeout=2, context=context) as response:
-                return bool(response.status == 200)
-        except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError, ValueError, urllib.error.URLError):
-            return False  # not written yet, half written, or not serving yet
-
-    def output(self) -> str:
-        return self._log_path.read_text(errors="replace") if self._log_path.exists() else ""
-
-    def client(self) -> TrainingClient:
-        return TrainingClient(config_file=str(self.kubeconfig), namespace=NAMESPACE)
-
-    def stop(self, timeout: float = 30.0) -> Shutdown:
-        """Ctrl-C, then whatever is left: kill what outlived it (ours by the marker) and report it."""
-        assert self._proc is not None
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGINT)
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        leftovers = _processes_with(self.marker)
-        for pid in leftovers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        return Shutdown(self._proc.returncode, leftovers, self.output())
-
-
-def assert_clean(shutdown: Shutdown) -> None:
-    assert shutdown.returncode == 0, f"kubetrain up exited with {shutdown.returncode}:\n{shutdown.output}"
-    assert "Traceback" not in shutdown.output, shutdown.output
-    assert shutdown.leftovers == [], f"processes outlived kubetrain up: {shutdown.leftovers}"
-
-
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubetrainUp]:
     workdir = tmp_path_factory.mktemp("kubetrain-up")
@@ -235,14 +117,8 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubetrainUp]:
             }
         )
     )
-    plane = KubetrainUp(workdir, image_map=image_map)
-    plane.start()
-    try:
+    with running_plane(workdir, image_map=image_map) as plane:
         yield plane
-    finally:
-        shutdown = plane.stop()
-    assert_clean(shutdown)
-    assert not plane.kubeconfig.exists(), "kubetrain up left its kubeconfig behind"
 
 
 @pytest.fixture(scope="module")
@@ -522,7 +398,7 @@ def test_ctrl_c_stops_running_pods_and_leaves_nothing(tmp_path: Path) -> None:
             polling_interval=1,
             wait_timeout=60,
         )
-        assert len(_processes_with(plane.marker)) >= 2, "the plane and its pod process should be running"
+        assert len(processes_with(plane.marker)) >= 2, "the plane and its pod process should be running"
     finally:
         shutdown = plane.stop()
     assert_clean(shutdown)
