@@ -25,25 +25,16 @@ from pathlib import Path
 import yaml
 from kubeflow.training import TrainingClient
 
+from tests.procscan import processes_with as scan
+
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "default"
 MARKER_ENV = "KUBETRAIN_SDK_E2E_MARKER"
 
 
 def processes_with(marker: str) -> list[int]:
-    """Pids whose environment holds `marker` (a /proc scan, no psutil)."""
-    needle = f"{MARKER_ENV}={marker}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if needle in fh.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
+    """Pids whose environment holds this suite's `marker`."""
+    return scan(f"{MARKER_ENV}={marker}")
 
 
 @dataclass

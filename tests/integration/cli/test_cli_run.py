@@ -13,6 +13,8 @@ from pathlib import Path
 import yaml
 from cli_plane import jaxjob, pytorchjob, write_job
 
+from tests.procscan import processes_with
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -95,22 +97,6 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "no such file" in result.stderr
 
 
-def _processes_with(marker: str) -> list[int]:
-    """Pids whose environment holds `marker` (psutil-free: a /proc scan)."""
-    needle = marker.encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if needle in fh.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
-
-
 def _interrupt_leaves_nothing(tmp_path: Path, sig: int, expected_code: int) -> None:
     marker = f"kubetrain-test-{uuid.uuid4().hex}"
     sleeper = "import time; print('started', flush=True); time.sleep(600)"
@@ -125,9 +111,9 @@ def _interrupt_leaves_nothing(tmp_path: Path, sig: int, expected_code: int) -> N
     )
     try:
         deadline = time.monotonic() + 60
-        while len(_processes_with(marker)) < 3 and time.monotonic() < deadline:
+        while len(processes_with(marker)) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(_processes_with(marker)) >= 3, "the pods never started"
+        assert len(processes_with(marker)) >= 3, "the pods never started"
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)
     finally:
@@ -136,7 +122,7 @@ def _interrupt_leaves_nothing(tmp_path: Path, sig: int, expected_code: int) -> N
             proc.wait()
     assert proc.returncode == expected_code, stderr
     assert "interrupted: deleting pytorchjob/sleepy" in stderr
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_sigint_deletes_the_job_and_leaves_no_process(tmp_path: Path) -> None:
@@ -197,6 +183,6 @@ def test_a_closed_stdout_stops_the_job_quietly_and_leaves_nothing(tmp_path: Path
     assert proc.returncode == 141, stderr
     assert "stdout was closed: deleting pytorchjob/chatty" in stderr
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
     # The pod-address lock files stay by design: an flock dies with its holder, the file may not.
     assert [p.name for p in temp.iterdir() if not p.name.startswith("kubetrain-podnet-")] == []
