@@ -10,6 +10,7 @@ from kubetrain.api.kinds_mpi import CAFFE2JOB, parse_extra_job
 from kubetrain.api.validation_mpi import validate_extra
 from kubetrain.controller import caffe2
 from kubetrain.kinds.registration import KindRegistration, ObserveHints
+from kubetrain.kinds.training_operator import TRAINING_OPERATOR_COUNTERS
 
 
 def problems(job: Any, info: KindInfo) -> list[str]:
@@ -22,4 +23,5 @@ REGISTRATION = KindRegistration(
     parse=parse_extra_job,
     observe=ObserveHints(namesakes=True, batch_job_pods=True, replica_specs_map=False),
     problems=problems,
+    counters=(TRAINING_OPERATOR_COUNTERS,),
 )

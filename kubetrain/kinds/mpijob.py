@@ -16,7 +16,16 @@ from kubetrain.api.kinds import KindInfo
 from kubetrain.api.kinds_mpi import MPIJOB_V1, MPIJOB_V2BETA1, parse_extra_job
 from kubetrain.api.validation_mpi import validate_extra
 from kubetrain.controller import mpi
-from kubetrain.kinds.registration import KindRegistration, ObserveHints
+from kubetrain.kinds.registration import CounterFamily, KindRegistration, ObserveHints
+from kubetrain.kinds.training_operator import TRAINING_OPERATOR_COUNTERS
+
+MPI_OPERATOR_COUNTERS = CounterFamily(
+    prefix="mpi_operator_jobs_",
+    counters=("created", "successful", "failed"),
+    help="Counts number of MPI jobs {what}",
+)
+"""mpi-operator's label-less counters, which the v2beta1 planner increments
+(docs/upstream-behaviour.md#mpi-operator-process); v1 counts in training-operator's."""
 
 
 def problems(job: Any, info: KindInfo) -> list[str]:
@@ -31,4 +40,5 @@ REGISTRATION = KindRegistration(
     observe=ObserveHints(namesakes=True, batch_job_pods=True, priority_classes=True),
     problems=problems,
     version_of=written_version,
+    counters=(TRAINING_OPERATOR_COUNTERS, MPI_OPERATOR_COUNTERS),
 )

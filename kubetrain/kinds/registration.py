@@ -46,6 +46,25 @@ class ObserveHints:
 
 
 @dataclass(frozen=True)
+class CounterFamily:
+    """Counters an upstream operator exposes under its own names, which a kind's planner
+    increments by name (`<prefix><what>_total`); kept exactly as upstream spells them so its
+    dashboards keep working (docs/upstream-behaviour.md#metrics)."""
+
+    prefix: str
+    """e.g. `training_operator_jobs_`."""
+    counters: tuple[str, ...]
+    """The `<what>` of each counter, in the order they are registered."""
+    help: str
+    """The HELP text, with `{what}` for the counter's word."""
+    labels: tuple[str, ...] = ()
+    """The label names every increment carries (missing ones are "")."""
+
+    def names(self) -> list[str]:
+        return [f"{self.prefix}{what}_total" for what in self.counters]
+
+
+@dataclass(frozen=True)
 class KindRegistration:
     versions: tuple[KindInfo, ...]
     """Every served version, the storage version first (it is the one listed and watched)."""
@@ -64,6 +83,8 @@ class KindRegistration:
     """Offline validation for a kind the webhook does not validate (None: the webhook's rules)."""
     version_of: Callable[[JsonDict], str] | None = None
     """Which served version's mechanics a stored object follows (None: the storage version's)."""
+    counters: tuple[CounterFamily, ...] = ()
+    """The upstream counter families its planner increments (the manager registers them)."""
 
     @property
     def info(self) -> KindInfo:

@@ -31,7 +31,7 @@ from kubetrain.frameworks.pytorch import PYTORCH
 from kubetrain.frameworks.tensorflow import TENSORFLOW
 from kubetrain.frameworks.xgboost import XGBOOST
 from kubetrain.kinds import caffe2job, chainerjob, mpijob
-from kubetrain.kinds.registration import KindRegistration
+from kubetrain.kinds.registration import CounterFamily, KindRegistration
 from kubetrain.kinds.training_operator import MXJOB_DEPRECATED, generic
 
 JsonDict = dict[str, Any]
@@ -61,6 +61,15 @@ def registration_for(kind: object) -> KindRegistration | None:
 def all_versions() -> list[KindInfo]:
     """Every served version of every kind, storage versions first within a kind."""
     return [info for reg in REGISTRY for info in reg.versions]
+
+
+def counter_families() -> list[CounterFamily]:
+    """The upstream counter families of every registered kind, each once, in registry order (all
+    of them, served or not: a scrape shows the same families whatever `--enable-scheme` says)."""
+    out: list[CounterFamily] = []
+    for reg in REGISTRY:
+        out.extend(family for family in reg.counters if family not in out)
+    return out
 
 
 def webhook_kinds() -> list[KindInfo]:

@@ -8,7 +8,16 @@ from functools import partial
 from kubetrain.api.jobs import parse_job
 from kubetrain.controller import reconciler
 from kubetrain.frameworks.base import Framework
-from kubetrain.kinds.registration import KindRegistration
+from kubetrain.kinds.registration import CounterFamily, KindRegistration
+
+TRAINING_OPERATOR_COUNTERS = CounterFamily(
+    prefix="training_operator_jobs_",
+    counters=("created", "deleted", "successful", "failed", "restarted"),
+    help="Counts number of jobs {what}",
+    labels=("job_namespace", "framework"),
+)
+"""training-operator's job counters, labelled by namespace and framework; its planners (the
+generic kinds, MPIJob v1, and the archived operators' kinds on `run_job`) increment them."""
 
 MXJOB_DEPRECATED = "kubeflow.org/v1 MXJob is deprecated: upstream training-operator removed it in v1.9"
 
@@ -22,4 +31,5 @@ def generic(framework: Framework, *, admission_warning: str = "") -> KindRegistr
         framework_plugin=framework,
         webhook=True,
         admission_warning=admission_warning,
+        counters=(TRAINING_OPERATOR_COUNTERS,),
     )

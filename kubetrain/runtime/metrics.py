@@ -1,49 +1,45 @@
 """Prometheus metrics of the operator, in a registry owned by the manager.
 
 Upstream's counters keep their names and labels (docs/upstream-behaviour.md#metrics) so existing
-dashboards work; ours add the queue depth and the latencies that say whether the operator is fast.
+dashboards work; which counters those are is the kinds' business (each registration names the
+`CounterFamily`s its planner increments), so this module spells no operator's or kind's name. Ours
+add the queue depth and the latencies that say whether the operator is fast.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kubetrain.controller.plan import MetricIncrement
+from kubetrain.kinds.registration import CounterFamily
+from kubetrain.kinds.registry import counter_families
 
 log = logging.getLogger(__name__)
-
-UPSTREAM_COUNTERS = ("created", "deleted", "successful", "failed", "restarted")
-MPI_OPERATOR_COUNTERS = ("created", "successful", "failed")
-"""The label-less counters of the other upstream operator, which its planner emits
-(docs/upstream-behaviour.md#mpi-operator-process)."""
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _CREATE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 45, 90, 180, 600)
 
 
 class Metrics:
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None = None, families: Iterable[CounterFamily] | None = None
+    ) -> None:
+        """`families`: the upstream counters to expose (default: every registered kind's)."""
         self.registry = registry or CollectorRegistry()
-        self.job_counters: dict[str, Counter] = {
-            f"training_operator_jobs_{what}_total": Counter(
-                f"training_operator_jobs_{what}_total",
-                f"Counts number of jobs {what}",
-                ["job_namespace", "framework"],
-                registry=self.registry,
-            )
-            for what in UPSTREAM_COUNTERS
-        }
-        self.mpi_counters: dict[str, Counter] = {
-            f"mpi_operator_jobs_{what}_total": Counter(
-                f"mpi_operator_jobs_{what}_total",
-                f"Counts number of MPI jobs {what}",
-                registry=self.registry,
-            )
-            for what in MPI_OPERATOR_COUNTERS
-        }
+        self.job_counters: dict[str, Counter] = {}
+        """Every upstream counter by its full name (`..._total`)."""
+        self._labels: dict[str, tuple[str, ...]] = {}
+        for family in counter_families() if families is None else families:
+            for what, name in zip(family.counters, family.names(), strict=True):
+                if name in self.job_counters:
+                    continue
+                self.job_counters[name] = Counter(
+                    name, family.help.format(what=what), list(family.labels), registry=self.registry
+                )
+                self._labels[name] = family.labels
         self.workqueue_depth = Gauge(
             "kubetrain_workqueue_depth", "Job keys waiting for a worker", ["kind"], registry=self.registry
         )
@@ -82,19 +78,15 @@ class Metrics:
     def increment(self, metric: MetricIncrement) -> bool:
         """Apply a planner's MetricIncrement; unknown names are logged, never raised."""
         name = metric.name if metric.name.endswith("_total") else metric.name + "_total"
-        plain = self.mpi_counters.get(name)
-        if plain is not None:
-            plain.inc()
-            return True
         counter = self.job_counters.get(name)
         if counter is None:
             log.warning("unknown metric %s from planner", metric.name)
             return False
-        labels = {
-            "job_namespace": metric.labels.get("job_namespace", ""),
-            "framework": metric.labels.get("framework", ""),
-        }
-        counter.labels(**labels).inc()
+        labels = self._labels[name]
+        if labels:
+            counter.labels(**{label: metric.labels.get(label, "") for label in labels}).inc()
+        else:
+            counter.inc()
         return True
 
     def track_queue(self, kind: str, depth: Callable[[], float]) -> None:

@@ -12,7 +12,9 @@ from kubetrain.api.kinds import KINDS
 from kubetrain.client.kinds import all_kinds, resolve_kind
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.owned import ERR_RESOURCE_EXISTS
+from kubetrain.controller.plan import MetricIncrement
 from kubetrain.kinds import registry
+from kubetrain.runtime.metrics import Metrics
 from kubetrain.runtime.resources import default_registry
 from kubetrain.webhook.handler import routes, webhook_path
 
@@ -73,9 +75,10 @@ def test_offline_rules_only_for_kinds_without_a_webhook() -> None:
     assert not registry.has_offline_rules({"apiVersion": "kubeflow.org/v1", "kind": "TFJob"})
 
 
-def test_the_runtime_names_no_kind_and_no_event_reason() -> None:
+def test_the_runtime_names_no_kind_no_event_reason_and_no_upstream_counter() -> None:
     names = {reg.kind for reg in registry.REGISTRY} | {reg.plural for reg in registry.REGISTRY}
-    words = re.compile(r"\b(" + "|".join(sorted(names | {ERR_RESOURCE_EXISTS})) + r")\b")
+    prefixes = "|".join(sorted(family.prefix for family in registry.counter_families()))
+    words = re.compile(r"\b(" + "|".join(sorted(names | {ERR_RESOURCE_EXISTS})) + r")\b|" + prefixes)
     found = [
         f"{path.name}:{number}: {line.strip()}"
         for path in sorted(RUNTIME.glob("*.py"))
@@ -95,3 +98,18 @@ def test_printer_columns_come_from_the_kind() -> None:
     info = replace(registry.SERVED_KINDS["TFJob"], printer_columns=((".spec.x", "X", "string"),))
     columns = crd_for([info])["spec"]["versions"][0]["additionalPrinterColumns"]
     assert columns == [{"jsonPath": ".spec.x", "name": "X", "type": "string"}]
+
+
+def test_upstream_counters_come_from_the_registrations() -> None:
+    """The scrape keeps upstream's counter names (dashboards), whichever kinds are served."""
+    families = registry.counter_families()
+    assert [f.prefix for f in families] == ["training_operator_jobs_", "mpi_operator_jobs_"]
+    metrics = Metrics()
+    assert list(metrics.job_counters) == [name for f in families for name in f.names()]
+    assert "mpi_operator_jobs_created_total" in registry.BY_KIND["MPIJob"].counters[1].names()
+    assert metrics.increment(MetricIncrement("mpi_operator_jobs_created_total", {"framework": "x"}))
+    assert metrics.increment(MetricIncrement("training_operator_jobs_failed", {"framework": "mpi"}))
+    assert not metrics.increment(MetricIncrement("nobody_jobs_created_total", {}))
+    sample = metrics.registry.get_sample_value
+    assert sample("mpi_operator_jobs_created_total") == 1
+    assert sample("training_operator_jobs_failed_total", {"job_namespace": "", "framework": "mpi"}) == 1
