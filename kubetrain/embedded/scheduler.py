@@ -45,6 +45,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,7 +100,8 @@ def _is_volcano_member(pod: JsonDict) -> bool:
 
 
 def volcano_not_enough_tasks(valid: int, min_member: int) -> str:
-    """Volcano's gang plugin's JobValid message for a group with fewer pods than minMember."""
+    """Volcano's gang plugin's JobValid message for a group with fewer pods than minMember
+    (docs/upstream-behaviour.md#volcano-gang-messages)."""
     return f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {min_member}"
 
 
@@ -451,6 +453,7 @@ class Binder:
         condition = {
             "type": "Unschedulable",
             "status": "True",
+            "transitionID": str(uuid.uuid4()),  # Volcano: the scheduling session's UID
             "reason": VOLCANO_NOT_ENOUGH_TASKS,
             "message": message,
             "lastTransitionTime": format_time(time.time()),

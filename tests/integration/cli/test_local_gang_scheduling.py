@@ -125,6 +125,7 @@ def test_a_volcano_gang_short_of_min_member_waits_with_volcanos_condition(
         "NotEnoughTasks",
         message,
     )
+    assert condition["transitionID"], "Volcano stamps the scheduling session's UID"
     assert group["status"]["phase"] == "Inqueue"
     pods = client.pods("pytorchjob", "vc-short")
     names = {p["metadata"]["name"] for p in pods}
