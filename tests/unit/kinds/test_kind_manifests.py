@@ -1,0 +1,75 @@
+"""The per-kind parts of the manifests tree come from the registry: the CRDs' kustomization and the
+operator's RBAC rules for every kind, its status and its finalizers; what is committed is what the
+generators write, so a new kind is listed and granted by registering it."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from kubetrain.kinds import crds, rbac
+from kubetrain.kinds.registry import SERVED_KINDS
+
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
+
+
+def test_the_committed_kustomization_is_the_generated_one() -> None:
+    committed = (MANIFESTS / "crds" / crds.KUSTOMIZATION).read_text(encoding="utf-8")
+    assert committed == crds.generate_tree()[crds.KUSTOMIZATION], (
+        f"stale: run {crds.COMMAND} --write manifests/crds"
+    )
+
+
+def test_the_kustomization_lists_every_crd_file_and_names_shared_crds() -> None:
+    text = crds.kustomization(["b.yaml", "a.yaml"])
+    assert yaml.safe_load(text)["resources"] == ["a.yaml", "b.yaml"]
+    assert "# mpijobs.kubeflow.org serves MPIJob v1 (storage) and v2beta1 from one CRD.\n" in text
+
+
+def test_the_committed_rbac_grants_exactly_the_registered_kinds() -> None:
+    assert rbac.drift(MANIFESTS) == [], f"stale: run {rbac.COMMAND} --write manifests"
+    for target in rbac.TARGETS:
+        role = yaml.safe_load((MANIFESTS / target.path).read_text(encoding="utf-8"))
+        granted = {
+            r for rule in role["rules"] if "kubeflow.org" in rule["apiGroups"] for r in rule["resources"]
+        }
+        for info in SERVED_KINDS.values():
+            assert {info.plural, f"{info.plural}/status", f"{info.plural}/finalizers"} <= granted, target.path
+
+
+def test_check_names_the_stale_role(tmp_path: Path) -> None:
+    shutil.copytree(MANIFESTS, tmp_path / "manifests")
+    tree = tmp_path / "manifests"
+    victim = tree / rbac.TARGETS[1].path
+    victim.write_text(victim.read_text().replace("mxjobs, ", ""), encoding="utf-8")
+    assert rbac.drift(tree) == [rbac.TARGETS[1].path]
+    assert rbac.main(["--check", str(tree)]) == 1
+    assert rbac.main(["--write", str(tree)]) == 0
+    assert rbac.drift(tree) == []
+    assert victim.read_text() == (MANIFESTS / rbac.TARGETS[1].path).read_text()
+
+
+def test_a_new_kind_is_granted_in_its_own_group_and_the_rest_is_kept() -> None:
+    tfjob = SERVED_KINDS["TFJob"]
+    trainjob = replace(tfjob, kind="TrainJob", plural="trainjobs", group="trainer.kubeflow.org")
+    kinds = [*SERVED_KINDS.values(), trainjob]
+    committed = (MANIFESTS / rbac.TARGETS[0].path).read_text(encoding="utf-8")
+    role = yaml.safe_load(rbac.generate(MANIFESTS, kinds)[rbac.TARGETS[0].path])
+    old = yaml.safe_load(committed)
+    assert role["rules"][3:6] == [
+        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": list(rbac.JOB_VERBS)},
+        {
+            "apiGroups": ["trainer.kubeflow.org"],
+            "resources": ["trainjobs/status"],
+            "verbs": ["get", "update", "patch"],
+        },
+        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs/finalizers"], "verbs": ["update"]},
+    ]
+    assert role["rules"][:3] == old["rules"][:3] and role["rules"][6:] == old["rules"][3:]
+    again = rbac.splice(
+        rbac.splice(committed, rbac.job_rules(kinds), 100), rbac.job_rules(SERVED_KINDS.values()), 100
+    )
+    assert again == committed
