@@ -339,7 +339,7 @@ class ExecService:
         if not command:
             return failure("BadRequest", "you must specify at least one command for the container", 400)
         try:
-            env, cwd = await worker.exec_environment(cspec)
+            env, cwd = await worker.exec_environment(cspec, command)
         except (ContainerConfigError, MountError, StartError) as err:
             return failure("InternalError", str(err), 500)
         paths = PathMap(json.loads(env.get("KUBETRAIN_PATH_MAP") or "{}").items())

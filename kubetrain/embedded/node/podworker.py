@@ -34,6 +34,7 @@ from .errors import ContainerConfigError, MountError, StartError
 from .expand import expand
 from .gpus import ADMISSION_REASON, DevicesUnavailable, PodDevices, allocated_status
 from .logs import ContainerLogs, LogFile
+from .mpiout import drop_inherited_unbuffered
 from .network import PodEndpoint
 from .paths import PathMap
 from .process import ContainerProcess
@@ -323,8 +324,11 @@ class PodWorker:
             container_id=container_id,
         )
 
-    async def _process_spec(self, cspec: JsonDict) -> tuple[list[str], dict[str, str], str]:
-        """argv, full environment and working directory of a container instance."""
+    async def _process_spec(
+        self, cspec: JsonDict, command: list[str] | None = None
+    ) -> tuple[list[str], dict[str, str], str]:
+        """argv, full environment and working directory of a container instance (or of `command`
+        exec'd into it)."""
         cfg = self.ctx.config
         image = cspec.get("image", "")
         local = cfg.image_map.lookup(image)
@@ -357,15 +361,16 @@ class PodWorker:
         env["KUBETRAIN_SANDBOX"] = str(self.dir)
         env["KUBETRAIN_PATH_MAP"] = json.dumps(dict(mounts))
         argv = [expand(paths.translate(a), pod_env) for a in local.argv(cspec, image)]
+        drop_inherited_unbuffered(env, command or argv, {*pod_env, *local.env})
         return argv, env, self._working_dir(cspec, paths, local.working_dir)
 
-    async def exec_environment(self, cspec: JsonDict) -> tuple[dict[str, str], str]:
-        """Env and working dir of a command exec'd into container `cspec` (see `exec`).
+    async def exec_environment(self, cspec: JsonDict, command: list[str]) -> tuple[dict[str, str], str]:
+        """Env and working dir of `command` exec'd into container `cspec` (see `exec`).
 
-        The same as the container's own process gets; the command is irrelevant here, so a
-        container that has none (its image's entrypoint) can still be exec'd into.
+        The same as the container's own process gets (but `mpiout`); the container's command is
+        irrelevant here, so a container that has none (its image's entrypoint) can be exec'd into.
         """
-        _, env, cwd = await self._process_spec({**cspec, "command": ["/bin/sh"], "args": []})
+        _, env, cwd = await self._process_spec({**cspec, "command": ["/bin/sh"], "args": []}, command)
         return env, cwd
 
     def _working_dir(self, cspec: JsonDict, paths: PathMap, mapped: str | None) -> str:

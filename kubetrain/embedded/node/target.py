@@ -50,6 +50,6 @@ class ExecTarget(PodView, Protocol):
         """The latest process of each container that has started, by container name."""
         ...
 
-    async def exec_environment(self, cspec: JsonDict) -> tuple[dict[str, str], str]:
-        """Env and working directory of a command exec'd into container `cspec`."""
+    async def exec_environment(self, cspec: JsonDict, command: list[str]) -> tuple[dict[str, str], str]:
+        """Env and working directory of `command` exec'd into container `cspec`."""
         ...

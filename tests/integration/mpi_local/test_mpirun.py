@@ -77,8 +77,9 @@ def check_allreduce(log: str, workers: list[str], pod_cidr: str) -> None:
     assert len(ips) == 2 and all(ip_address(ip) in ip_network(pod_cidr) for ip in ips), log
 
 
-async def test_ssh_path_v2beta1_style(api: KubeAPI, plane: NodeAgent) -> None:
-    job = "pi"
+async def launch_v2beta1_style(api: KubeAPI, job: str, script: str) -> str:
+    """What mpi-operator v2beta1 creates, for 2 workers x 2 slots running `script` with
+    `mpirun -np 4`; the launcher pod's log once its Job completed."""
     await create(
         api,
         {
@@ -90,7 +91,7 @@ async def test_ssh_path_v2beta1_style(api: KubeAPI, plane: NodeAgent) -> None:
     )
     hosts = "".join(f"{job}-worker-{i}.{job}.default.svc slots=2\n" for i in range(2))
     await create(api, configmap(f"{job}-config", {"hostfile": hosts}))
-    await create(api, configmap(f"{job}-app", {"allreduce.py": ALLREDUCE}))
+    await create(api, configmap(f"{job}-app", {"app.py": script}))
     for i in range(2):
         await create(
             api, worker(job, i, ["/usr/sbin/sshd", "-De"], hostname=f"{job}-worker-{i}", subdomain=job)
@@ -112,7 +113,7 @@ async def test_ssh_path_v2beta1_style(api: KubeAPI, plane: NodeAgent) -> None:
                         {
                             "name": "launcher",
                             "image": "mpioperator/openmpi",
-                            "command": ["mpirun", "-np", "4", "python", "/app/allreduce.py"],
+                            "command": ["mpirun", "-np", "4", "python", "/app/app.py"],
                             "env": [
                                 {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
                                 {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/mpi/hostfile"},
@@ -137,8 +138,37 @@ async def test_ssh_path_v2beta1_style(api: KubeAPI, plane: NodeAgent) -> None:
     done = await job_condition(api, f"{job}-launcher", "Complete", timeout=90)
     assert done["status"]["succeeded"] == 1
     (pod,) = await job_pods(api, f"{job}-launcher")
-    workers = [f"{job}-worker-0", f"{job}-worker-1"]
-    check_allreduce(await read_log(api, pod["metadata"]["name"]), workers, plane.network.pod_cidr)
+    return await read_log(api, pod["metadata"]["name"])
+
+
+async def test_ssh_path_v2beta1_style(api: KubeAPI, plane: NodeAgent) -> None:
+    log = await launch_v2beta1_style(api, "pi", ALLREDUCE)
+    check_allreduce(log, ["pi-worker-0", "pi-worker-1"], plane.network.pod_cidr)
+
+
+CHATTY = """\
+import time
+from mpi4py import MPI
+for i in range(20):
+    MPI.COMM_WORLD.Barrier()  # the ranks print at the same moments, as training loops' logs do
+    print(f"rank {MPI.COMM_WORLD.rank} line {i} " + "x" * 60, flush=True)
+    time.sleep(0.02)
+"""
+
+
+async def test_ranks_lines_stay_whole_with_the_nodes_pythonunbuffered(
+    api: KubeAPI, plane: NodeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mpirun forwards each write of a rank as it comes; a Python rank under PYTHONUNBUFFERED=1
+    writes a print's text and its newline apart, so two ranks' lines merged in the launcher's
+    log. The node's own PYTHONUNBUFFERED (a pod that sets it keeps it) is not passed to MPI."""
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")  # in the node's environment, inherited by pods
+    log = await launch_v2beta1_style(api, "chatty", CHATTY)
+    lines = [line for line in log.splitlines() if line.strip()]
+    whole = re.compile(r"rank [0-3] line \d+ x{60}")
+    broken = [line for line in lines if not whole.fullmatch(line)]
+    assert not broken, "\n".join(broken[:10])
+    assert len(lines) == 80
 
 
 async def test_kubexec_path_v1_style(api: KubeAPI, plane: NodeAgent) -> None:
