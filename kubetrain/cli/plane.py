@@ -3,8 +3,9 @@
 `kubetrain run` and `kubetrain up` both compose it on the current event loop. Start order makes
 each piece find what it needs: the server first, then the CRDs and the operator (its caches
 sync against an empty server), then the binder, the batch/v1 Job controller (MPIJob v2beta1
-launchers are Jobs) and the node, which turns bound pods into local processes. Stop order is the
-reverse, node first, so that no pod process outlives the plane.
+launchers are Jobs), the JobSet controller (Trainer v2's TrainJobs are JobSets) and the node,
+which turns bound pods into local processes. Stop order is the reverse, node first, so that no
+pod process outlives the plane.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.admission import AdmissionRequest, AdmissionResult
 from kubetrain.embedded.apiserver.persistence import PersistenceError
 from kubetrain.embedded.jobcontroller import JobController
+from kubetrain.embedded.jobset import JobSetController, jobset_crd
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.podgroups import podgroup_crds
@@ -170,6 +172,7 @@ class LocalPlane:
         self.agent: NodeAgent | None = None
         self.binder: Binder | None = None
         self.jobs: JobController | None = None
+        self.jobsets: JobSetController | None = None
         self.recorder: HistoryRecorder | None = None
         self._kube: KubeClient | None = None
         self._node_api: KubeAPI | None = None
@@ -203,7 +206,9 @@ class LocalPlane:
                 cache_sync_timeout=30.0,
                 pytorch_init_container_template=LOCAL_PYTORCH_INIT_TEMPLATE,
             )
-            self.manager = Manager(self._kube, config, crd_manifests=[*crd_manifests(), *podgroup_crds()])
+            self.manager = Manager(
+                self._kube, config, crd_manifests=[*crd_manifests(), *podgroup_crds(), jobset_crd()]
+            )
             await self.manager.start()
             self._node_api = KubeAPI.for_url(self.server.plain_url, token=self.token)
             self.binder = Binder(
@@ -212,6 +217,7 @@ class LocalPlane:
                 scheduler_names=tuple(filter(None, (*GANG_SCHEDULERS, self.gang_scheduler_name))),
             )
             self.jobs = JobController(self._node_api)
+            self.jobsets = JobSetController(self._node_api)
             try:
                 self.agent = NodeAgent(
                     self._node_api,
@@ -230,6 +236,7 @@ class LocalPlane:
             self.server.log_provider = self.agent.log_provider
             await self.binder.start()
             await self.jobs.start()
+            await self.jobsets.start()
             if self.history is not None:
                 self.recorder = HistoryRecorder(self._node_api, self.history, all_versions())
                 await self.recorder.start()
@@ -266,6 +273,8 @@ class LocalPlane:
                     os.killpg(pid, signal.SIGKILL)
         if self.binder is not None:
             await _quietly(self.binder.stop(), "binder")
+        if self.jobsets is not None:
+            await _quietly(self.jobsets.stop(), "JobSet controller")
         if self.jobs is not None:
             await _quietly(self.jobs.stop(), "Job controller")
         if self.manager is not None:
@@ -278,7 +287,7 @@ class LocalPlane:
         if self._kube is not None:
             await _quietly(self._kube.close(), "operator client")
         await _quietly(self.server.stop(), "API server")  # also commits its pending state
-        self.agent = self.binder = self.manager = self.jobs = None
+        self.agent = self.binder = self.manager = self.jobs = self.jobsets = None
         self._kube = self._node_api = None
 
 

@@ -20,7 +20,14 @@ it could run against any API server). It covers what MPI launchers and simple ba
   interim ``SuccessCriteriaMet`` / ``FailureTarget`` condition that Kubernetes (1.31+) adds first;
   both land in one write here, since this controller deletes the remaining pods at once.
 
-Not covered (documented): indexed completion mode, pod failure and success policies,
+* ``completionMode: Indexed`` (what JobSet's Jobs use): one pod per index ``0..completions-1``,
+  named ``<job>-<index>-<random>``, with hostname ``<job>-<index>``, the
+  ``batch.kubernetes.io/job-completion-index`` annotation and label, and ``JOB_COMPLETION_INDEX``
+  from that label in every container (as kube-controller-manager's ``indexed_job_utils.go``); the
+  Job completes when every index has a succeeded pod (``status.completedIndexes``), a failed
+  index gets a new pod with the same index.
+
+Not covered (documented): pod failure and success policies, backoffLimitPerIndex,
 finalizer-based pod tracking
 (``status.failed`` is the most failed pods ever seen at once, kept monotonic), managedBy.
 """
@@ -49,6 +56,9 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 LEGACY_JOB_NAME_LABEL = "job-name"
 LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
+COMPLETION_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
+COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
+MAX_GENERATED_NAME_LENGTH = 58  # 63 minus the 5 random characters
 DEFAULT_BACKOFF_LIMIT = 6
 BACKOFF_LIMIT_MESSAGE = "Job has reached the specified backoff limit"
 DEADLINE_MESSAGE = "Job was active longer than specified deadline"
@@ -109,6 +119,66 @@ def _restarts(pod: JsonDict) -> int:
 
 def _ready(pod: JsonDict) -> bool:
     return _is_true(pod.get("status") or {}, "Ready")
+
+
+def _indexed(job: JsonDict) -> bool:
+    return (job.get("spec") or {}).get("completionMode") == "Indexed"
+
+
+def _pod_index(pod: JsonDict) -> int | None:
+    meta = pod.get("metadata") or {}
+    raw = (meta.get("annotations") or {}).get(COMPLETION_INDEX_KEY)
+    if raw is None:
+        raw = (meta.get("labels") or {}).get(COMPLETION_INDEX_KEY)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def succeeded_indexes(pods: list[JsonDict], completions: int) -> set[int]:
+    """The indexes in ``0..completions-1`` that have a succeeded pod."""
+    out: set[int] = set()
+    for pod in pods:
+        index = _pod_index(pod)
+        succeeded = (pod.get("status") or {}).get("phase") == "Succeeded"
+        if succeeded and index is not None and 0 <= index < completions:
+            out.add(index)
+    return out
+
+
+def format_indexes(indexes: set[int]) -> str:
+    """Kubernetes' interval form of ``completedIndexes``: ``1,3-5,7``."""
+    parts: list[str] = []
+    ordered = sorted(indexes)
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def pod_generate_name_with_index(job_name: str, index: int) -> str:
+    """``podGenerateNameWithIndex``: ``<job>-<index>-``, the job name cut so the prefix fits."""
+    append = f"-{index}-"
+    prefix = job_name + append
+    if len(prefix) > MAX_GENERATED_NAME_LENGTH:
+        prefix = prefix[: MAX_GENERATED_NAME_LENGTH - len(append)] + append
+    return prefix
+
+
+def _with_completion_index_env(containers: list[JsonDict]) -> list[JsonDict]:
+    out = []
+    for container in containers:
+        env = list(container.get("env") or [])
+        if not any(e.get("name") == COMPLETION_INDEX_ENV for e in env):
+            path = f"metadata.labels['{COMPLETION_INDEX_KEY}']"
+            env.append({"name": COMPLETION_INDEX_ENV, "valueFrom": {"fieldRef": {"fieldPath": path}}})
+        out.append({**container, "env": env})
+    return out
 
 
 @dataclass
@@ -248,6 +318,11 @@ class JobController:
             memory.next_create = now + delay
             memory.failed_seen = failed
         status.update({"failed": failed, "succeeded": seen.succeeded})
+        if _indexed(job):
+            done = succeeded_indexes(pods, int(spec.get("completions") or 0))
+            status["succeeded"] = len(done)
+            if done:
+                status["completedIndexes"] = format_indexes(done)
         stamp = format_time(now)
 
         if spec.get("suspend"):
@@ -280,7 +355,7 @@ class JobController:
             await self._expire(job, status, now)
             return
 
-        active = await self._scale(job, seen, memory, now)
+        active = await self._scale(job, seen, memory, now, pods)
         status.update({"active": active, "ready": sum(1 for p in seen.active if _ready(p))})
         await self._write(job, before, status)
         deadline = spec.get("activeDeadlineSeconds")
@@ -294,7 +369,8 @@ class JobController:
         """("Complete"|"Failed", reason, message) when the Job is finished, else None."""
         spec = job.get("spec") or {}
         completions = spec.get("completions")
-        if seen.succeeded >= (completions if completions is not None else 1):
+        succeeded = int(status.get("succeeded") or 0) if _indexed(job) else seen.succeeded
+        if succeeded >= (completions if completions is not None else 1):
             return "Complete", "CompletionsReached", "Reached expected number of succeeded pods"
         limit = spec.get("backoffLimit")
         limit = DEFAULT_BACKOFF_LIMIT if limit is None else int(limit)
@@ -315,13 +391,25 @@ class JobController:
         restarts = sum(_restarts(p) for p in active)
         return restarts > 0 if limit == 0 else restarts >= limit
 
-    async def _scale(self, job: JsonDict, seen: _Pods, memory: _Memory, now: float) -> int:
+    async def _scale(
+        self, job: JsonDict, seen: _Pods, memory: _Memory, now: float, pods: list[JsonDict]
+    ) -> int:
         """Create the pods still wanted (after the back-off); the number of active pods."""
         spec = job.get("spec") or {}
         raw_parallelism = spec.get("parallelism")
         parallelism = 1 if raw_parallelism is None else int(raw_parallelism)
         completions = spec.get("completions")
-        wanted = parallelism if completions is None else min(parallelism, int(completions) - seen.succeeded)
+        indexes: list[int | None] = []
+        if _indexed(job):
+            total = int(completions or 0)
+            taken = succeeded_indexes(pods, total) | {_pod_index(p) for p in seen.active + seen.terminating}
+            pending = [i for i in range(total) if i not in taken]
+            indexes = list(pending[: max(parallelism - len(seen.active), 0)])
+            wanted = len(seen.active) + len(indexes)
+        elif completions is None:
+            wanted = parallelism
+        else:
+            wanted = min(parallelism, int(completions) - seen.succeeded)
         missing = wanted - len(seen.active)
         if spec.get("podReplacementPolicy") == "Failed" and seen.terminating:
             missing = 0  # default TerminatingOrFailed replaces terminating pods at once
@@ -331,11 +419,11 @@ class JobController:
             meta = job.get("metadata") or {}
             self._enqueue_after(object_key(job), meta.get("uid", ""), memory.next_create - now)
             return len(seen.active)
-        for _ in range(missing):
-            await self._create_pod(job)
+        for n in range(missing):
+            await self._create_pod(job, indexes[n] if n < len(indexes) else None)
         return len(seen.active) + missing
 
-    async def _create_pod(self, job: JsonDict) -> None:
+    async def _create_pod(self, job: JsonDict, index: int | None = None) -> None:
         meta = job.get("metadata") or {}
         name, namespace, uid = meta.get("name", ""), meta.get("namespace") or "default", meta.get("uid", "")
         template = (job.get("spec") or {}).get("template") or {}
@@ -349,6 +437,15 @@ class JobController:
         }
         suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
         pod_name = f"{name[:57]}-{suffix}"
+        pod_spec = dict(template.get("spec") or {})
+        annotations = dict(tmeta.get("annotations") or {})
+        if index is not None:
+            labels[COMPLETION_INDEX_KEY] = annotations[COMPLETION_INDEX_KEY] = str(index)
+            pod_name = pod_generate_name_with_index(name, index) + suffix
+            pod_spec["hostname"] = f"{name}-{index}"
+            for key in ("initContainers", "containers"):
+                if pod_spec.get(key):
+                    pod_spec[key] = _with_completion_index_env(pod_spec[key])
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -359,6 +456,7 @@ class JobController:
                 "name": pod_name,
                 "namespace": namespace,
                 "labels": labels,
+                **({"annotations": annotations} if annotations else {}),
                 "ownerReferences": [
                     {
                         "apiVersion": "batch/v1",
@@ -370,7 +468,7 @@ class JobController:
                     }
                 ],
             },
-            "spec": dict(template.get("spec") or {}),
+            "spec": pod_spec,
         }
         try:
             await self.api.create(core_path("pods", namespace), pod)
