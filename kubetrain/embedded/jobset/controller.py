@@ -87,13 +87,16 @@ class JobSetController:
         self._wake.set()
 
     def _enqueue_after(self, key: str, delay: float) -> None:
+        """Requeue `key` in `delay` seconds, unless a wake-up still pending comes sooner."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         old = self._timers.pop(key, None)
-        if old is not None and old.when() <= asyncio.get_running_loop().time() + delay:
-            self._timers[key] = old  # an earlier wake-up is already set
+        if old is not None and not old.cancelled() and now < old.when() <= now + delay:
+            self._timers[key] = old
             return
         if old is not None:
             old.cancel()
-        self._timers[key] = asyncio.get_running_loop().call_later(max(delay, 0.0), self._enqueue, key)
+        self._timers[key] = loop.call_later(max(delay, 0.0), self._enqueue, key)
 
     def _jobset_changed(self, kind: str, js: JsonDict) -> None:
         key = object_key(js)
@@ -153,9 +156,17 @@ class JobSetController:
         meta = js.get("metadata") or {}
         namespace, name = meta.get("namespace") or "default", meta.get("name")
         if result.delete_jobset:
-            body = {"propagationPolicy": "Foreground", "preconditions": {"uid": meta.get("uid")}}
-            with contextlib.suppress(ApiError):
-                await self.api.delete(jobsets_path(namespace, name), {"kind": "DeleteOptions", **body})
+            body = {
+                "apiVersion": "v1",
+                "kind": "DeleteOptions",
+                "propagationPolicy": "Foreground",
+                "preconditions": {"uid": meta.get("uid")},
+            }
+            try:
+                await self.api.delete(jobsets_path(namespace, name), body)
+            except ApiError as err:
+                if err.status not in (404, 409):
+                    raise
             return
         await self._parallel(self._delete_job(j) for j in result.delete_jobs)
         if result.create_service is not None:
