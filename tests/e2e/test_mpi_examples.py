@@ -59,19 +59,20 @@ def succeeded(run: Run, kind: str, name: str) -> None:
     assert f"{kind}/{name} Succeeded" in run.stderr, run.describe()
 
 
-def check_allreduce(run: Run, job: str) -> None:
-    """4 ranks, 2 on each worker pod (its hostname and pod IP), every one with the right sums."""
+def check_allreduce(run: Run, job: str, hosts: tuple[str, str] = ("worker-0", "worker-1")) -> None:
+    """4 ranks, 2 on each of the two `hosts` pods (its hostname and pod IP), every one with the
+    right sums."""
     # mpirun forwards each rank's output as it comes: lines of two ranks may share one log line
     ranks = list(RANK.finditer(run.stdout))
     assert sorted(m["rank"] for m in ranks) == ["0", "1", "2", "3"], run.describe()
     assert all(m["size"] == "4" and m["sum"] == "10" and m["arr"] == "10.0" for m in ranks), run.describe()
-    workers = [f"{job}-worker-0", f"{job}-worker-1"]
-    assert sorted(m["host"] for m in ranks) == sorted(workers * 2), run.describe()
+    pods = sorted(f"{job}-{host}" for host in hosts)
+    assert sorted(m["host"] for m in ranks) == sorted(pods * 2), run.describe()
     ips = {m["ip"] for m in ranks}
     assert len(ips) == 2 and all(ip.startswith("127.") for ip in ips), run.describe()
     launcher_one(
         run,
-        rf"rank 0: 4 ranks, placement \{{'{workers[0]}': 2, '{workers[1]}': 2\}}, "
+        rf"rank 0: 4 ranks, placement \{{'{pods[0]}': 2, '{pods[1]}': 2\}}, "
         r"expected 10, got 10: OK",
     )
 
@@ -82,6 +83,36 @@ def test_mpi_v2beta1_allreduce(tmp_path: Path) -> None:
     check_allreduce(run, "mpi-v2beta1-allreduce")
     # v2beta1: workers run sshd (locally the idle stand-in)
     assert re.search(r"^worker-0(/\S+)?\s*\| kubetrain: sshd is not run", run.stdout, re.M), run.describe()
+
+
+def test_mpi_launcher_as_worker(tmp_path: Path) -> None:
+    """runLauncherAsWorker: the launcher is the hostfile's first host, so 2 of the 4 ranks run in
+    the launcher pod and 2 on the one worker; WaitForWorkersReady creates the launcher only once
+    the worker is Ready (its mechanics: tests/integration/mpi/test_v2beta1.py)."""
+    run = run_job(copy_example("mpi-v2beta1-allreduce", tmp_path) / "job-launcher-as-worker.yaml")
+    succeeded(run, "mpijob", "mpi-launcher-as-worker")
+    check_allreduce(run, "mpi-launcher-as-worker", hosts=("launcher", "worker-0"))
+
+
+def test_mpi_mpich_allreduce(tmp_path: Path) -> None:
+    """mpiImplementation MPICH: MPICH's hostfile and HYDRA_HOST_FILE, Hydra's mpirun (an image
+    named *mpich* runs Debian's mpirun.mpich) starting one proxy per worker over the node's ssh;
+    every rank shares its host with exactly one other (MPI_COMM_TYPE_SHARED), so the 4 ranks ran
+    on the 2 workers, 2 each."""
+    if shutil.which("mpirun.mpich") is None:
+        reason = "mpirun.mpich not found (apt-get install mpich)"
+        if IN_CI:
+            pytest.fail(f"CI=true: {reason}", pytrace=False)
+        pytest.skip(reason)
+    run = run_job(copy_example("mpi-mpich-allreduce", tmp_path) / "job.yaml")
+    succeeded(run, "mpijob", "mpi-mpich-allreduce")
+    ranks = re.findall(
+        r"rank (\d)/4 \(MPICH Version: [\d.]+\), 2 ranks on its host: "
+        r"allreduce\(rank \+ 1\) = 10, array allreduce = 10\.0",
+        run.stdout,
+    )
+    assert sorted(ranks) == ["0", "1", "2", "3"], run.describe()
+    launcher_one(run, r"rank 0: 4 ranks over MPICH on 2 hosts, expected 10, got 10: OK")
 
 
 def test_mpi_v1_allreduce(tmp_path: Path) -> None:

@@ -26,7 +26,9 @@ The short form ``{"<pattern>": "<python executable>"}`` is accepted too. An entr
 ``python`` takes every interpreter name and path of the image's commands, existing here or not.
 
 Built in, after the user's entries (see `exec` and `shims`): ``*kubectl-delivery*`` (MPIJob v1's
-init container) runs ``kubetrain-kubectl-delivery /etc/mpi/hostfile``, and a container whose
+init container) runs ``kubetrain-kubectl-delivery /etc/mpi/hostfile``; an image named ``*mpich*``
+(mpi-operator's ``mpioperator/mpich``) runs MPICH's ``mpirun``/``mpiexec`` (Debian's
+``mpirun.mpich``, found on PATH) where this machine's default may be OpenMPI's; and a container whose
 command is ``sshd`` (v2beta1 workers: ``/usr/sbin/sshd -De``) runs the idle ``kubetrain-sshd``
 instead, because ssh between local pods goes through the node agent, not through an sshd.
 """
@@ -161,6 +163,10 @@ class ImageMap:
         return self.default
 
 
+MPICH_PROGRAMS = {"mpirun": "mpirun.mpich", "mpiexec": "mpiexec.mpich"}
+"""An MPICH image's `mpirun` is MPICH's; on Debian, beside OpenMPI's, it is named `mpirun.mpich`."""
+
 BUILTIN_ENTRIES: list[tuple[str, LocalEnvironment]] = [
     ("*kubectl-delivery*", LocalEnvironment(command=("kubetrain-kubectl-delivery", "/etc/mpi/hostfile"))),
+    ("*mpich*", LocalEnvironment(executables=MPICH_PROGRAMS)),
 ]

@@ -47,6 +47,8 @@ PROOF = {
     "restart-onfailure/job.yaml": r"restarted in the same pod \(same uid\) after a failure: succeeding",
     "exitcode-retryable/job.yaml": r"new pod: True",
     "mpi-v2beta1-allreduce/job.yaml": r"expected 10, got 10: OK",
+    "mpi-v2beta1-allreduce/job-launcher-as-worker.yaml": r"as-worker-launcher': 2, .*got 10: OK",
+    "mpi-mpich-allreduce/job.yaml": r"4 ranks over MPICH on 2 hosts, expected 10, got 10: OK",
     "mpi-v1-allreduce/job.yaml": r"expected 10, got 10: OK",
     "mpi-pytorch/job.yaml": r"4 ranks, weights identical on all ranks: True",
     "chainer-mpi/job.yaml": r"2 ranks, identical weights: True",

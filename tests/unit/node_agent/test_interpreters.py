@@ -48,3 +48,19 @@ def test_executables_map_any_program_by_its_path() -> None:
     )
     assert argv(["/opt/app/bin/launch", "--fast"], images) == ["/home/me/launch.sh", "--fast"]
     assert argv(["/usr/bin/python3"], images) == ["/py"]
+
+
+def test_an_mpich_image_runs_mpichs_mpirun_and_others_the_default() -> None:
+    """Debian installs MPICH's mpirun as mpirun.mpich beside OpenMPI's; an MPICH image's `mpirun`
+    must be MPICH's (its hostfile format and Hydra), an OpenMPI image's the machine's default."""
+    images = ImageMap()
+    mpich = images.lookup("mpioperator/mpich:latest")
+    assert mpich.argv({"command": ["mpirun", "-n", "4", "python", "x.py"]}, "mpioperator/mpich:latest") == [
+        "mpirun.mpich",
+        "-n",
+        "4",
+        "python",  # found on the pod's PATH, which the local interpreter's directory leads
+        "x.py",
+    ]
+    assert mpich.local_program("mpiexec") == "mpiexec.mpich"
+    assert images.lookup("mpioperator/openmpi:latest").local_program("mpirun") == "mpirun"
