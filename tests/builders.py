@@ -12,7 +12,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Self
 
-from kubetrain.api.kinds import API_VERSION, KINDS
+from kubetrain.api.kinds import API_VERSION
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 
 JsonDict = dict[str, Any]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.kinds import KindInfo
 from kubetrain.api.schema import Schema, schema_for_dataclass
 
 
@@ -135,18 +135,16 @@ def render(crd: dict[str, Any]) -> str:
     return "---\n" + body
 
 
-def generate(kinds: Iterable[KindInfo] | None = None) -> dict[str, str]:
-    """File name -> YAML text for these kinds (versions of one CRD grouped together); by default
-    the six `kubeflow.org/v1` replica-spec kinds of `kubetrain.api.kinds.KINDS`."""
+def generate(kinds: Iterable[KindInfo]) -> dict[str, str]:
+    """File name -> YAML text for these kinds (versions of one CRD grouped together)."""
     grouped: dict[str, list[KindInfo]] = {}
-    for info in KINDS.values() if kinds is None else kinds:
+    for info in kinds:
         grouped.setdefault(info.crd_name, []).append(info)
     return {file_name(infos[0]): render(crd_for(infos)) for infos in grouped.values()}
 
 
-def drift(directory: Path, files: dict[str, str] | None = None) -> list[str]:
+def drift(directory: Path, files: dict[str, str]) -> list[str]:
     """File names whose committed content differs from the generated one (or that are missing)."""
-    files = generate() if files is None else files
     out = []
     for name, text in sorted(files.items()):
         path = directory / name

@@ -16,23 +16,20 @@ as it is: defaulting never raises, validation reports the problem.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 from kubetrain.api.kinds import CLEAN_POD_NONE, KindInfo
-from kubetrain.api.types import (
-    ElasticPolicy,
-    PaddleElasticPolicy,
-    PaddleJobSpec,
-    PyTorchJobSpec,
-    ReplicaSpec,
-    RunPolicy,
-    TFJobSpec,
-    TrainingJob,
-)
+from kubetrain.api.types import ReplicaSpec, RunPolicy, TrainingJob
 
-DEFAULT_NPROC_PER_NODE = "auto"
 DEFAULT_REPLICAS = 1
-SUCCESS_POLICY_DEFAULT = ""
+
+
+class _ElasticBounds(Protocol):
+    min_replicas: int | None
+    max_replicas: int | None
+
+
+PolicyT = TypeVar("PolicyT", bound=_ElasticBounds)
 
 
 def apply_defaults(job: TrainingJob, info: KindInfo) -> TrainingJob:
@@ -41,7 +38,7 @@ def apply_defaults(job: TrainingJob, info: KindInfo) -> TrainingJob:
     spec = job.spec
     if spec is None:
         return out
-    spec = dataclasses.replace(spec)
+    spec = dataclasses.replace(cast(Any, spec))  # every kind's spec type is a dataclass
     out.spec = spec
     spec.run_policy = _default_run_policy(spec.run_policy)
     if spec.replica_specs is not None:
@@ -49,17 +46,9 @@ def apply_defaults(job: TrainingJob, info: KindInfo) -> TrainingJob:
             rtype: None if rspec is None else _default_replica_spec(rspec, info)
             for rtype, rspec in normalize_replica_types(spec.replica_specs, info).items()
         }
-    if isinstance(spec, TFJobSpec) and spec.success_policy is None:
-        spec.success_policy = SUCCESS_POLICY_DEFAULT
-    if isinstance(spec, PyTorchJobSpec | PaddleJobSpec) and spec.elastic_policy is not None:
-        spec.elastic_policy = _default_elastic_policy(spec.elastic_policy, spec.replica_specs or {})
-    if isinstance(spec, PyTorchJobSpec) and spec.nproc_per_node is None and not _uses_deprecated_nproc(spec):
-        spec.nproc_per_node = DEFAULT_NPROC_PER_NODE
+    if info.rules.spec_defaults is not None:
+        info.rules.spec_defaults(spec)
     return out
-
-
-def _uses_deprecated_nproc(spec: PyTorchJobSpec) -> bool:
-    return spec.elastic_policy is not None and spec.elastic_policy.n_proc_per_node is not None
 
 
 def normalize_replica_types(specs: dict[str, Any], info: KindInfo) -> dict[str, Any]:
@@ -142,11 +131,10 @@ def with_default_port(template: Any, info: KindInfo) -> Any:
     return {**template, "spec": {**pod_spec, "containers": new_containers}}
 
 
-def _default_elastic_policy(
-    policy: ElasticPolicy | PaddleElasticPolicy, specs: dict[str, ReplicaSpec | None]
-) -> ElasticPolicy | PaddleElasticPolicy:
+def default_elastic_policy(policy: PolicyT, specs: dict[str, ReplicaSpec | None]) -> PolicyT:
     """min/max replicas: one given -> both equal it; none -> both = Worker replicas
-    (docs/upstream-behaviour.md#pytorchjob-elastic)."""
+    (docs/upstream-behaviour.md#pytorchjob-elastic); `policy` is a kind's elastic-policy dataclass
+    with `min_replicas` and `max_replicas`."""
     low, high = policy.min_replicas, policy.max_replicas
     if low is not None and high is not None:
         return policy
@@ -159,4 +147,4 @@ def _default_elastic_policy(
         if worker is None or worker.replicas is None:
             return policy
         low = high = worker.replicas
-    return dataclasses.replace(policy, min_replicas=low, max_replicas=high)
+    return cast(PolicyT, dataclasses.replace(cast(Any, policy), min_replicas=low, max_replicas=high))

@@ -72,7 +72,7 @@ def default_v1(job: TrainingJob) -> TrainingJob:
     if job.spec is None:
         return out
     spec = dataclasses.replace(v1_spec(job))
-    out.spec = spec  # type: ignore[assignment]  # MPIJob specs ride in the shared envelope
+    out.spec = spec  # MPIJob specs ride in the shared envelope
     spec.run_policy = _clean_pod_policy(spec.run_policy, spec.clean_pod_policy)
     if not spec.clean_pod_policy:
         spec.clean_pod_policy = spec.run_policy.clean_pod_policy
@@ -96,7 +96,7 @@ def default_v2(job: TrainingJob) -> TrainingJob:
     if job.spec is None:
         return out
     spec = dataclasses.replace(v2_spec(job))
-    out.spec = spec  # type: ignore[assignment]  # MPIJob specs ride in the shared envelope
+    out.spec = spec  # MPIJob specs ride in the shared envelope
     spec.run_policy = _clean_pod_policy(spec.run_policy, None)
     if spec.slots_per_worker is None:
         spec.slots_per_worker = 1

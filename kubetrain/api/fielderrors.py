@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -105,3 +105,11 @@ class ValidationError(Exception):
         self.name = name
         prefix = f'{kind}.kubeflow.org "{name}" is invalid: ' if kind else ""
         super().__init__(prefix + str(errors))
+
+
+@dataclass
+class ValidationResult:
+    """Field errors (the request is denied if any) and admission warnings (shown, not fatal)."""
+
+    errors: ErrorList = field(default_factory=ErrorList)
+    warnings: list[str] = field(default_factory=list)

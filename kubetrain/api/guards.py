@@ -30,31 +30,15 @@ per field.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kubetrain.api.codec import type_name
 from kubetrain.api.fielderrors import ErrorList, ErrorType, FieldError, invalid, not_supported, required
 from kubetrain.api.kinds import CLEAN_POD_POLICIES, RESTART_POLICIES, KindInfo
-from kubetrain.api.types import (
-    ElasticPolicy,
-    MXJobSpec,
-    PaddleElasticPolicy,
-    PaddleJobSpec,
-    PyTorchJobSpec,
-    ReplicaSpec,
-    RunPolicy,
-    TFJobSpec,
-    TrainingJob,
-)
+from kubetrain.api.types import ReplicaSpec, RunPolicy, TrainingJob
 from kubetrain.kube.names import DNS1035_LABEL_MAX_LENGTH, is_dns1035_label
 
 MAX_REPLICAS = 10000
-SUCCESS_POLICIES = ("", "AllWorkers")
-RDZV_BACKENDS = ("c10d", "etcd", "etcd-v2")
-MX_JOB_MODES = ("MXTrain", "MXTune")
-NPROC_KEYWORDS = ("auto", "cpu", "gpu")
-_POSITIVE_INT = re.compile(r"[1-9][0-9]*")
 
 
 def containers_of(rspec: ReplicaSpec | None) -> list[Any]:
@@ -69,15 +53,8 @@ def check(job: TrainingJob, info: KindInfo) -> ErrorList:
     errs = ErrorList()
     _replica_specs(job, info, errs)
     _run_policy(job.run_policy, errs)
-    spec = job.spec
-    if isinstance(spec, TFJobSpec) and spec.success_policy is not None:
-        _enum(errs, "spec.successPolicy", spec.success_policy, SUCCESS_POLICIES)
-    if isinstance(spec, PyTorchJobSpec):
-        _nproc(errs, spec.nproc_per_node)
-    if isinstance(spec, PyTorchJobSpec | PaddleJobSpec) and spec.elastic_policy is not None:
-        _elastic(errs, spec.elastic_policy)
-    if isinstance(spec, MXJobSpec) and spec.job_mode is not None:
-        _enum(errs, "spec.jobMode", spec.job_mode, MX_JOB_MODES)
+    if info.rules.spec_checks is not None and job.spec is not None:
+        info.rules.spec_checks(job.spec, errs)
     _pod_names(job, info, errs)
     return errs
 
@@ -87,7 +64,8 @@ def _non_negative(errs: ErrorList, path: str, value: int | None) -> None:
         errs.append(invalid(path, value, "must be greater than or equal to 0"))
 
 
-def _enum(errs: ErrorList, path: str, value: str, allowed: tuple[str, ...]) -> None:
+def enum(errs: ErrorList, path: str, value: str, allowed: tuple[str, ...]) -> None:
+    """`value` must be one of `allowed` (kinds' own enum fields use it too)."""
     if value not in allowed:
         errs.append(not_supported(path, value, allowed))
 
@@ -118,7 +96,7 @@ def _replica_specs(job: TrainingJob, info: KindInfo, errs: ErrorList) -> None:
                 invalid(replicas_path, rspec.replicas, f"must be less than or equal to {MAX_REPLICAS}")
             )
         if rspec.restart_policy:
-            _enum(errs, f"{role_path}.restartPolicy", rspec.restart_policy, RESTART_POLICIES)
+            enum(errs, f"{role_path}.restartPolicy", rspec.restart_policy, RESTART_POLICIES)
         _template(errs, f"{role_path}.template", rspec.template)
 
 
@@ -159,7 +137,7 @@ def _template(errs: ErrorList, path: str, template: Any) -> None:
 def _run_policy(policy: RunPolicy, errs: ErrorList) -> None:
     base = "spec.runPolicy"
     if policy.clean_pod_policy:
-        _enum(errs, f"{base}.cleanPodPolicy", policy.clean_pod_policy, CLEAN_POD_POLICIES)
+        enum(errs, f"{base}.cleanPodPolicy", policy.clean_pod_policy, CLEAN_POD_POLICIES)
     _non_negative(errs, f"{base}.backoffLimit", policy.backoff_limit)
     _non_negative(errs, f"{base}.activeDeadlineSeconds", policy.active_deadline_seconds)
     _non_negative(errs, f"{base}.ttlSecondsAfterFinished", policy.ttl_seconds_after_finished)
@@ -169,13 +147,9 @@ def _run_policy(policy: RunPolicy, errs: ErrorList) -> None:
         _non_negative(errs, f"{base}.schedulingPolicy.scheduleTimeoutSeconds", sched.schedule_timeout_seconds)
 
 
-def _nproc(errs: ErrorList, value: str | None) -> None:
-    if value is None or value in NPROC_KEYWORDS or _POSITIVE_INT.fullmatch(value):
-        return
-    errs.append(invalid("spec.nprocPerNode", value, 'must be "auto", "cpu", "gpu" or a positive integer'))
-
-
-def _elastic(errs: ErrorList, policy: ElasticPolicy | PaddleElasticPolicy) -> None:
+def elastic_bounds(errs: ErrorList, policy: Any) -> None:
+    """The rules every elastic policy shares: min/max/maxRestarts non-negative, max bounded, min <= max
+    (`policy` has `min_replicas`, `max_replicas`, `max_restarts`)."""
     base = "spec.elasticPolicy"
     low, high = policy.min_replicas, policy.max_replicas
     _non_negative(errs, f"{base}.minReplicas", low)
@@ -185,20 +159,13 @@ def _elastic(errs: ErrorList, policy: ElasticPolicy | PaddleElasticPolicy) -> No
         errs.append(invalid(f"{base}.maxReplicas", high, f"must be less than or equal to {MAX_REPLICAS}"))
     if low is not None and high is not None and 0 <= high < low:
         errs.append(invalid(f"{base}.minReplicas", low, f"must be less than or equal to {base}.maxReplicas"))
-    if isinstance(policy, ElasticPolicy):
-        if policy.rdzv_backend is not None:
-            _enum(errs, f"{base}.rdzvBackend", policy.rdzv_backend, RDZV_BACKENDS)
-        if policy.rdzv_port is not None and not 1 <= policy.rdzv_port <= 65535:
-            errs.append(
-                invalid(f"{base}.rdzvPort", policy.rdzv_port, "must be between 1 and 65535, inclusive")
-            )
 
 
-def _max_index(job: TrainingJob, canonical: str, rspec: ReplicaSpec) -> int | None:
+def _max_index(job: TrainingJob, info: KindInfo, canonical: str, rspec: ReplicaSpec) -> int | None:
     replicas = 1 if rspec.replicas is None else rspec.replicas
-    spec = job.spec
-    if canonical == "Worker" and isinstance(spec, PyTorchJobSpec | PaddleJobSpec) and spec.elastic_policy:
-        high = spec.elastic_policy.max_replicas
+    scaled = info.rules.scaled_replicas
+    if scaled is not None and job.spec is not None:
+        high = scaled(job.spec, canonical)
         if high is not None and high <= MAX_REPLICAS:
             replicas = max(replicas, high)
     if not 1 <= replicas <= MAX_REPLICAS:
@@ -215,7 +182,7 @@ def _pod_names(job: TrainingJob, info: KindInfo, errs: ErrorList) -> None:
         canonical = info.canonical_replica_type(rtype)
         if canonical is None or rspec is None:
             continue
-        index = _max_index(job, canonical, rspec)
+        index = _max_index(job, info, canonical, rspec)
         if index is None:
             continue
         pod = f"{name}-{canonical.lower()}-{index}"

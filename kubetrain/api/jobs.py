@@ -1,34 +1,37 @@
-"""Parse any v1 training job from its raw dict (YAML/JSON) and write it back unchanged."""
+"""Parse a replica-spec training job from its raw dict (YAML/JSON) and write it back unchanged."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from kubetrain.api.codec import decode, encode
 from kubetrain.api.fielderrors import ErrorList, invalid, not_supported, required
-from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.kinds import KindInfo
 from kubetrain.api.types import JobStatus, TrainingJob
 
 
-def parse_job(raw: Any) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
-    """Decode a raw job of any registered kind; never raises on bad input.
+def parse_job(
+    raw: Any, kinds: Mapping[str, KindInfo]
+) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
+    """Decode a raw job of one of `kinds` (kind name -> its description); never raises on bad input.
 
-    Returns the job (None when the input is not an object), its kind (None when unknown) and the
-    structural field errors (wrong types, unknown kind, bad apiVersion).
+    Returns the job (None when the input is not an object), its kind (None when not one of
+    `kinds`) and the structural field errors (wrong types, unknown kind, bad apiVersion).
     """
     errors = ErrorList()
     if not isinstance(raw, dict):
         errors.append(invalid("<root>", type(raw).__name__, "a job must be a YAML/JSON object"))
         return None, None, errors
     kind_name = raw.get("kind")
-    info = KINDS.get(kind_name) if isinstance(kind_name, str) else None
+    info = kinds.get(kind_name) if isinstance(kind_name, str) else None
     if info is None:
         if kind_name is None:
-            errors.append(required("kind", f"must be one of {', '.join(KINDS)}"))
+            errors.append(required("kind", f"must be one of {', '.join(kinds)}"))
         else:
-            errors.append(not_supported("kind", kind_name, list(KINDS)))
+            errors.append(not_supported("kind", kind_name, list(kinds)))
         return None, None, errors
     api_version = raw.get("apiVersion")
     if api_version != info.api_version:

@@ -1,14 +1,20 @@
-"""The registry of job kinds: the wire facts of docs/upstream-behaviour.md#api-surface in one table.
+"""What describes a job kind to the generic machinery: `KindInfo` and its `KindRules`.
 
-Everything that differs between kinds only by a name or a number lives here, so the layers above
-never spell a kind's strings themselves.
+The api layer parses, defaults, validates and renders the CRD of any kind from its `KindInfo`
+(docs/upstream-behaviour.md#api-surface), received as a parameter; it defines no kind itself. The
+six `kubeflow.org/v1` replica-spec kinds describe themselves in their framework packages
+(`kubetrain/frameworks/<name>/wire.py`), the others in `kinds_mpi.py`, and `kubetrain.kinds`
+lists them. The labels, conditions and policies every kind shares are here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from kubetrain.api import types
+from kubetrain.api.fielderrors import ErrorList, ValidationResult
 
 GROUP = "kubeflow.org"
 V1 = "v1"
@@ -55,6 +61,37 @@ UPSTREAM_PRINTER_COLUMNS: tuple[PrinterColumn, ...] = (
 """training-operator's two columns: State is the type of the LAST condition."""
 
 
+KindCheck = Callable[[types.TrainingJob, "KindInfo", ValidationResult], None]
+"""A kind's own webhook rule over the whole job (errors and warnings into the result)."""
+ReplicaCheck = Callable[[str, types.ReplicaSpec | None, str, ErrorList], None]
+"""A kind's own webhook rule for one replica type: (key, spec, its field path, errors)."""
+
+
+@dataclass(frozen=True)
+class KindRules:
+    """What a kind's upstream webhook and controller do beyond the rules every kind shares: its
+    quirks as flags, its own fields' rules and defaults as hooks (docs/upstream-behaviour.md#validation,
+    #defaults). The default is a kind that has every shared check and nothing of its own."""
+
+    replica_types_checked: bool = True
+    """Whether the webhook rejects replica-type keys not in `KindInfo.replica_types` (exact
+    casing); TFJob's and MXJob's do not."""
+    checks_managed_by: bool = True
+    managed_by_immutable: bool = True
+    quote_container_name: bool = False
+    """The missing-container message quotes the name (`with name "paddle"`)."""
+    before_replicas: KindCheck | None = None
+    after_replica: ReplicaCheck | None = None
+    after_replicas: KindCheck | None = None
+    spec_checks: Callable[[Any, ErrorList], None] | None = None
+    """kubetrain's additions for the kind's own spec fields (enums, ranges), after the shared ones."""
+    spec_defaults: Callable[[Any], None] | None = None
+    """Defaults of the kind's own spec fields, set on the (already copied) spec in place."""
+    scaled_replicas: Callable[[Any, str], int | None] | None = None
+    """The most replicas a replica type may scale to beyond `replicas` (an elastic policy's max),
+    or None: the longest pod name is checked against it."""
+
+
 @dataclass(frozen=True)
 class KindInfo:
     kind: str
@@ -88,6 +125,8 @@ class KindInfo:
     `mpi-job-controller`, its operator-name label `mpi-operator`)."""
     printer_columns: tuple[PrinterColumn, ...] = UPSTREAM_PRINTER_COLUMNS
     """The CRD's additionalPrinterColumns, in order."""
+    rules: KindRules = field(default_factory=KindRules)
+    """Its webhook's quirks and its own fields' rules and defaults."""
 
     @property
     def api_version(self) -> str:
@@ -108,102 +147,6 @@ class KindInfo:
             if rtype.lower() == lowered:
                 return rtype
         return None
-
-
-TFJOB = KindInfo(
-    kind="TFJob",
-    plural="tfjobs",
-    singular="tfjob",
-    replica_specs_field="tfReplicaSpecs",
-    replica_types=("PS", "Worker", "Chief", "Master", "Evaluator"),
-    default_container="tensorflow",
-    default_port_name="tfjob-port",
-    default_port=2222,
-    default_restart_policy=RESTART_NEVER,
-    framework="tensorflow",
-    controller_name="tfjob-controller",
-    spec_type=types.TFJobSpec,
-)
-PYTORCHJOB = KindInfo(
-    kind="PyTorchJob",
-    plural="pytorchjobs",
-    singular="pytorchjob",
-    replica_specs_field="pytorchReplicaSpecs",
-    replica_types=("Master", "Worker"),
-    default_container="pytorch",
-    default_port_name="pytorchjob-port",
-    default_port=23456,
-    default_restart_policy=RESTART_ON_FAILURE,
-    framework="pytorch",
-    controller_name="pytorchjob-controller",
-    spec_type=types.PyTorchJobSpec,
-    scale_subresource=True,
-)
-XGBOOSTJOB = KindInfo(
-    kind="XGBoostJob",
-    plural="xgboostjobs",
-    singular="xgboostjob",
-    replica_specs_field="xgbReplicaSpecs",
-    replica_types=("Master", "Worker"),
-    default_container="xgboost",
-    default_port_name="xgboostjob-port",
-    default_port=9999,
-    default_restart_policy=RESTART_NEVER,
-    framework="xgboost",
-    controller_name="xgboostjob-controller",
-    spec_type=types.XGBoostJobSpec,
-)
-PADDLEJOB = KindInfo(
-    kind="PaddleJob",
-    plural="paddlejobs",
-    singular="paddlejob",
-    replica_specs_field="paddleReplicaSpecs",
-    replica_types=("Master", "Worker"),
-    default_container="paddle",
-    default_port_name="master",
-    default_port=36543,
-    default_restart_policy=RESTART_ON_FAILURE,
-    framework="paddle",
-    controller_name="paddlejob-controller",
-    spec_type=types.PaddleJobSpec,
-    scale_subresource=True,
-)
-JAXJOB = KindInfo(
-    kind="JAXJob",
-    plural="jaxjobs",
-    singular="jaxjob",
-    replica_specs_field="jaxReplicaSpecs",
-    replica_types=("Worker",),
-    default_container="jax",
-    default_port_name="jaxjob-port",
-    default_port=6666,
-    default_restart_policy=RESTART_NEVER,
-    framework="jax",
-    controller_name="jaxjob-controller",
-    spec_type=types.JAXJobSpec,
-    scale_subresource=True,
-)
-MXJOB = KindInfo(
-    kind="MXJob",
-    plural="mxjobs",
-    singular="mxjob",
-    replica_specs_field="mxReplicaSpecs",
-    replica_types=("Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"),
-    default_container="mxnet",
-    default_port_name="mxjob-port",
-    default_port=9091,
-    default_restart_policy=RESTART_NEVER,
-    framework="mxnet",
-    controller_name="mxjob-controller",
-    spec_type=types.MXJobSpec,
-)
-
-KINDS: dict[str, KindInfo] = {k.kind: k for k in (TFJOB, PYTORCHJOB, XGBOOSTJOB, PADDLEJOB, JAXJOB, MXJOB)}
-"""Every kind served by the generic v1 path; MPIJob, ChainerJob and Caffe2Job register their own."""
-
-
-def kind_info(kind: str) -> KindInfo | None:
-    return KINDS.get(kind)
 
 
 def reason(kind: str, suffix: str) -> str:

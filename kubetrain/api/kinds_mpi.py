@@ -1,9 +1,9 @@
-"""Registration of MPIJob (v1, v2beta1), ChainerJob and Caffe2Job: the kinds off the generic path.
+"""The descriptions of MPIJob (v1, v2beta1), ChainerJob and Caffe2Job: the kinds off the generic path.
 
-`kubetrain.api.kinds.KINDS` lists the six kinds the generic reconciler serves, and the runtime,
-the webhook and `parse_job` iterate it; these kinds have their own planners and validation, so
-they are kept in `EXTRA_KINDS` and parsed by `parse_extra_job`. The CRD generator serves both
-MPIJob versions from one CRD, storage version first (see `kubetrain.api.conversion_mpi`).
+The six replica-spec kinds on the generic reconciler describe themselves in their framework
+packages and are parsed by `parse_job`; these kinds have their own planners and validation, so
+they are described here, kept in `EXTRA_KINDS` and parsed by `parse_extra_job`. The CRD generator
+serves both MPIJob versions from one CRD, storage version first (see `kubetrain.api.conversion_mpi`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,16 @@
 # ruff: noqa: RUF009  (`wire()` returns a dataclasses.field; the call is the declaration, not a shared default)
-"""Wire types of kubeflow.org/v1 training jobs (docs/upstream-behaviour.md#api-surface).
+"""Wire types every kubeflow.org training job shares (docs/upstream-behaviour.md#api-surface).
 
 Plain dataclasses decoded and encoded by `kubetrain.api.codec`. Every object keeps the keys we do
 not model in `extra`, and pod templates stay raw dicts, so a job read and written back loses no
-field. Field JSON names live in the field metadata (`json`).
+field. Field JSON names live in the field metadata (`json`). A kind's own spec type (its replica
+specs' field name, its own policies) is declared with the kind, in its package.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 JsonDict = dict[str, Any]
 
@@ -31,6 +32,8 @@ QUEUE_IMMUTABLE = "spec.runPolicy.schedulingPolicy.queue is immutable"
 _DATE_TIME = {"format": "date-time"}
 _QUEUE_RULE = {"message": QUEUE_IMMUTABLE, "rule": "self == oldSelf"}
 _REQUIRED = {"required": True}
+REQUIRED = _REQUIRED
+"""Schema hint of a field the CRD requires."""
 
 
 def wire(
@@ -59,8 +62,12 @@ def meta_string(metadata: JsonDict, key: str) -> str:
     return str(value)
 
 
-def _extra() -> Any:
+def extra_keys() -> Any:
+    """Declare the field that keeps the keys a type does not model (written back as they were)."""
     return field(default_factory=dict, metadata={"extra": True}, repr=False, compare=True)
+
+
+_extra = extra_keys
 
 
 # ---- common types -------------------------------------------------------------------------------
@@ -142,92 +149,15 @@ class JobStatus:
     extra: JsonDict = _extra()
 
 
-# ---- kind-specific specs ------------------------------------------------------------------------
+# ---- the envelope --------------------------------------------------------------------------------
 
 
-@dataclass
-class RDZVConf:
-    key: str | None = wire("key")
-    value: str | None = wire("value")
-    extra: JsonDict = _extra()
+class JobSpec(Protocol):
+    """What every replica-spec kind's spec has; each kind's own spec dataclass (its `KindInfo.spec_type`,
+    declared in its package with its own JSON name for the replica specs) satisfies it."""
 
-
-@dataclass
-class ElasticPolicy:
-    """PyTorchJob `spec.elasticPolicy` (torchrun elastic launch)."""
-
-    min_replicas: I32 | None = wire("minReplicas")
-    max_replicas: I32 | None = wire("maxReplicas")
-    rdzv_backend: str | None = wire("rdzvBackend")
-    rdzv_port: I32 | None = wire("rdzvPort")
-    rdzv_host: str | None = wire("rdzvHost")
-    rdzv_id: str | None = wire("rdzvId")
-    rdzv_conf: list[RDZVConf] | None = wire("rdzvConf")
-    standalone: bool | None = wire("standalone")
-    n_proc_per_node: I32 | None = wire("nProcPerNode")
-    max_restarts: I32 | None = wire("maxRestarts")
-    metrics: list[JsonDict] | None = wire("metrics", schema="metric-list")
-    extra: JsonDict = _extra()
-
-
-@dataclass
-class PaddleElasticPolicy:
-    min_replicas: I32 | None = wire("minReplicas")
-    max_replicas: I32 | None = wire("maxReplicas")
-    max_restarts: I32 | None = wire("maxRestarts")
-    metrics: list[JsonDict] | None = wire("metrics", schema="metric-list")
-    extra: JsonDict = _extra()
-
-
-@dataclass
-class TFJobSpec:
-    run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("tfReplicaSpecs", schema=_REQUIRED)
-    success_policy: str | None = wire("successPolicy")
-    enable_dynamic_worker: bool | None = wire("enableDynamicWorker")
-    extra: JsonDict = _extra()
-
-
-@dataclass
-class PyTorchJobSpec:
-    run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("pytorchReplicaSpecs", schema=_REQUIRED)
-    elastic_policy: ElasticPolicy | None = wire("elasticPolicy")
-    nproc_per_node: str | None = wire("nprocPerNode")
-    extra: JsonDict = _extra()
-
-
-@dataclass
-class XGBoostJobSpec:
-    run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("xgbReplicaSpecs", schema=_REQUIRED)
-    extra: JsonDict = _extra()
-
-
-@dataclass
-class PaddleJobSpec:
-    run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("paddleReplicaSpecs", schema=_REQUIRED)
-    elastic_policy: PaddleElasticPolicy | None = wire("elasticPolicy")
-    extra: JsonDict = _extra()
-
-
-@dataclass
-class JAXJobSpec:
-    run_policy: RunPolicy | None = wire("runPolicy")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("jaxReplicaSpecs", schema=_REQUIRED)
-    extra: JsonDict = _extra()
-
-
-@dataclass
-class MXJobSpec:
-    run_policy: RunPolicy | None = wire("runPolicy")
-    job_mode: str | None = wire("jobMode")
-    replica_specs: dict[str, ReplicaSpec | None] | None = wire("mxReplicaSpecs", schema=_REQUIRED)
-    extra: JsonDict = _extra()
-
-
-JobSpec = TFJobSpec | PyTorchJobSpec | XGBoostJobSpec | PaddleJobSpec | JAXJobSpec | MXJobSpec
+    run_policy: RunPolicy | None
+    replica_specs: dict[str, ReplicaSpec | None] | None
 
 
 @dataclass

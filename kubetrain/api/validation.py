@@ -4,7 +4,8 @@ Upstream's rules: docs/upstream-behaviour.md#validation.
 
 What the upstream webhooks (training-operator v1.9; MXJob: the ≤1.7 controller rules) check, with
 their paths, messages and order, on the UN-defaulted object as a webhook sees it. Per-kind quirks
-are data in `RULES`, reproduced on purpose because clients match on them:
+are data in each kind's `KindInfo.rules` (its framework package), reproduced on purpose because
+clients match on them:
 
 * TF does not validate replica-type keys; JAX validates no `managedBy` at all;
 * PyTorch's update check compares the new object with itself, so `managedBy` can change
@@ -19,46 +20,20 @@ before any webhook), so the embedded API server and `kubetrain validate` reject 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import guards
-from kubetrain.api.fielderrors import ErrorList, forbidden, invalid, not_supported, required
+from kubetrain.api.fielderrors import ErrorList, ValidationResult, invalid, not_supported, required
 from kubetrain.api.jobs import parse_job
-from kubetrain.api.kinds import KUBEFLOW_JOBS_CONTROLLER, MULTIKUEUE_CONTROLLER, KindInfo
-from kubetrain.api.types import QUEUE_IMMUTABLE, PyTorchJobSpec, ReplicaSpec, RunPolicy, TrainingJob
+from kubetrain.api.kinds import KUBEFLOW_JOBS_CONTROLLER, MULTIKUEUE_CONTROLLER, KindInfo, KindRules
+from kubetrain.api.types import QUEUE_IMMUTABLE, RunPolicy, TrainingJob
 from kubetrain.kube.names import is_dns1035_label
 
 SUPPORTED_MANAGERS = (KUBEFLOW_JOBS_CONTROLLER, MULTIKUEUE_CONTROLLER)
 MANAGED_BY_PATH = "spec.runPolicy.managedBy"
 QUEUE_PATH = "spec.runPolicy.schedulingPolicy.queue"
 FIELD_IMMUTABLE = "field is immutable"
-
-
-@dataclass
-class ValidationResult:
-    """Field errors (the request is denied if any) and admission warnings (shown, not fatal)."""
-
-    errors: ErrorList = field(default_factory=ErrorList)
-    warnings: list[str] = field(default_factory=list)
-
-
-KindCheck = Callable[[TrainingJob, KindInfo, ValidationResult], None]
-
-
-@dataclass(frozen=True)
-class KindRules:
-    """What one kind's upstream webhook checks."""
-
-    valid_replica_types: tuple[str, ...] | None
-    """Exact-casing allow-list of replica-type keys; None = keys not validated upstream."""
-    checks_managed_by: bool = True
-    managed_by_immutable: bool = True
-    quote_container_name: bool = False
-    before_replicas: KindCheck | None = None
-    after_replica: Callable[[str, ReplicaSpec | None, str, ErrorList], None] | None = None
-    after_replicas: KindCheck | None = None
 
 
 # ---- entry points -------------------------------------------------------------------------------
@@ -69,7 +44,7 @@ def validate_with_warnings(
 ) -> ValidationResult:
     """All field errors and warnings of a create (`old` None) or an update of `job`."""
     result = ValidationResult()
-    rules = RULES.get(info.kind) or KindRules(valid_replica_types=info.replica_types)
+    rules = info.rules
     errs = result.errors
     if old is not None:
         errs.extend(_queue_transition(job, old))
@@ -97,16 +72,17 @@ def validate(job: TrainingJob, info: KindInfo, old: TrainingJob | None = None) -
 
 
 def validate_raw_with_warnings(
-    raw: Any, old_raw: Any = None
+    raw: Any, old_raw: Any = None, *, kinds: Mapping[str, KindInfo]
 ) -> tuple[TrainingJob | None, KindInfo | None, ValidationResult]:
-    """Parse and validate a raw object (and the stored one on update); never raises."""
-    job, info, parse_errors = parse_job(raw)
+    """Parse and validate a raw object of one of `kinds` (and the stored one on update); never
+    raises."""
+    job, info, parse_errors = parse_job(raw, kinds)
     result = ValidationResult(errors=parse_errors)
     if job is None or info is None:
         return job, info, result
     old = None
     if old_raw is not None:
-        old, old_info, _ = parse_job(old_raw)
+        old, old_info, _ = parse_job(old_raw, kinds)
         if old_info is not info:
             old = None
     checked = validate_with_warnings(job, info, old)
@@ -115,9 +91,11 @@ def validate_raw_with_warnings(
     return job, info, result
 
 
-def validate_raw(raw: Any, old_raw: Any = None) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
+def validate_raw(
+    raw: Any, old_raw: Any = None, *, kinds: Mapping[str, KindInfo]
+) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
     """`parse_job` + `validate` in one call: structural and semantic errors together."""
-    job, info, result = validate_raw_with_warnings(raw, old_raw)
+    job, info, result = validate_raw_with_warnings(raw, old_raw, kinds=kinds)
     return job, info, result.errors
 
 
@@ -205,7 +183,7 @@ def _replica_specs(job: TrainingJob, info: KindInfo, rules: KindRules, errs: Err
     for rtype, rspec in specs.items():
         role_path = f"{map_path}[{rtype}]"
         containers_path = f"{role_path}.template.spec.containers"
-        valid = rules.valid_replica_types
+        valid = info.replica_types if rules.replica_types_checked else None
         if valid is not None and rtype not in valid:
             errs.append(not_supported(role_path, rtype, valid))
         containers = guards.containers_of(rspec)
@@ -223,82 +201,3 @@ def _replica_specs(job: TrainingJob, info: KindInfo, rules: KindRules, errs: Err
             errs.append(required(containers_path, f"must have at least one container with name {name}"))
         if rules.after_replica is not None:
             rules.after_replica(rtype, rspec, role_path, errs)
-
-
-# ---- per-kind rules -----------------------------------------------------------------------------
-
-
-def _tf_after(job: TrainingJob, info: KindInfo, result: ValidationResult) -> None:
-    chief_or_master = sum(1 for rtype in job.replica_specs if rtype in ("Chief", "Master"))
-    if chief_or_master > 1:
-        result.errors.append(
-            forbidden(f"spec.{info.replica_specs_field}", "must not have more than 1 Chief or Master role")
-        )
-
-
-def _pytorch_before(job: TrainingJob, info: KindInfo, result: ValidationResult) -> None:
-    spec = job.spec
-    if not isinstance(spec, PyTorchJobSpec) or spec.elastic_policy is None:
-        return
-    if "Worker" not in job.replica_specs:
-        result.errors.append(
-            required(
-                f"spec.{info.replica_specs_field}[Worker]", "must be configured if elastic policy is used"
-            )
-        )
-    if spec.elastic_policy.n_proc_per_node is not None:
-        result.warnings.append("spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead")
-        if spec.nproc_per_node is not None:
-            result.errors.append(
-                forbidden("spec.elasticPolicy.nProcPerNode", "must not be used with spec.nprocPerNode")
-            )
-
-
-def _pytorch_replica(rtype: str, rspec: ReplicaSpec | None, role_path: str, errs: ErrorList) -> None:
-    replicas = rspec.replicas if rspec is not None else None
-    if rtype == "Master":
-        if replicas != 1:
-            errs.append(forbidden(f"{role_path}.replicas", "must be 1"))
-    elif replicas is not None and replicas < 1:
-        errs.append(forbidden(f"{role_path}.replicas", "must be at least 1"))
-
-
-def _xgboost_replica(rtype: str, rspec: ReplicaSpec | None, role_path: str, errs: ErrorList) -> None:
-    if rtype == "Master" and (rspec is None or rspec.replicas != 1):
-        errs.append(forbidden(f"{role_path}.replicas", "must be 1"))
-
-
-def _xgboost_after(job: TrainingJob, info: KindInfo, result: ValidationResult) -> None:
-    if "Master" not in job.replica_specs:
-        result.errors.append(required(f"spec.{info.replica_specs_field}[Master]", "must be present"))
-
-
-def _mx_replica(rtype: str, rspec: ReplicaSpec | None, role_path: str, errs: ErrorList) -> None:
-    """≤1.7 allowed at most one Scheduler; with one map key per type that means one replica."""
-    if rtype == "Scheduler" and rspec is not None and rspec.replicas is not None and rspec.replicas > 1:
-        errs.append(forbidden(f"{role_path}.replicas", "must not have more than 1 Scheduler"))
-
-
-RULES: dict[str, KindRules] = {
-    "TFJob": KindRules(valid_replica_types=None, after_replicas=_tf_after),
-    "PyTorchJob": KindRules(
-        valid_replica_types=("Master", "Worker"),
-        managed_by_immutable=False,
-        before_replicas=_pytorch_before,
-        after_replica=_pytorch_replica,
-    ),
-    "XGBoostJob": KindRules(
-        valid_replica_types=("Master", "Worker"),
-        after_replica=_xgboost_replica,
-        after_replicas=_xgboost_after,
-    ),
-    "PaddleJob": KindRules(valid_replica_types=("Master", "Worker"), quote_container_name=True),
-    "JAXJob": KindRules(valid_replica_types=("Worker",), checks_managed_by=False, managed_by_immutable=False),
-    "MXJob": KindRules(
-        valid_replica_types=None,
-        checks_managed_by=False,
-        managed_by_immutable=False,
-        after_replica=_mx_replica,
-    ),
-}
-"""Upstream's per-kind webhook behaviour; a kind not listed gets every check with its own types."""

@@ -20,7 +20,7 @@ from kubetrain.cli.output import format_table
 from kubetrain.client.errors import EXIT_INVALID, KubetrainError, ValidationError
 from kubetrain.client.source import load_jobs, read_documents
 from kubetrain.kinds.crds import generate_all
-from kubetrain.kinds.registry import REGISTRY, has_offline_rules, offline_problems
+from kubetrain.kinds.registry import REGISTRY, REPLICA_SPEC_KINDS, has_offline_rules, offline_problems
 
 
 def register(sub: SubParsers) -> None:
@@ -86,7 +86,7 @@ def _validate_documents(docs: list[Any], label: str) -> int:
                 code = EXIT_INVALID
                 continue
         else:
-            _, info, result = validate_raw_with_warnings(doc)
+            _, info, result = validate_raw_with_warnings(doc, kinds=REPLICA_SPEC_KINDS)
             if result.errors:
                 error = ValidationError(result.errors, info.kind if info else "", name, where)
                 err.print(str(error), style="red", markup=False)

@@ -18,7 +18,7 @@ from kubetrain.api.jobs import job_to_dict, load_documents
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import validate_raw_with_warnings
 from kubetrain.client.errors import InvalidInput, ValidationError
-from kubetrain.kinds.registry import has_offline_rules, offline_problems
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS, has_offline_rules, offline_problems
 from kubetrain.kube.annotations import WORKDIR as WORKDIR_ANNOTATION
 
 JsonDict = dict[str, Any]
@@ -122,7 +122,7 @@ def load_jobs(source: JobSource) -> list[LoadedJob]:
         if has_offline_rules(doc):
             out.append(_load_extra(doc, where))
             continue
-        _, info, result = validate_raw_with_warnings(doc)
+        _, info, result = validate_raw_with_warnings(doc, kinds=REPLICA_SPEC_KINDS)
         if result.errors:
             raise ValidationError(result.errors, info.kind if info else "", _name_of(doc), where)
         out.append(LoadedJob(doc, where, tuple(result.warnings)))

@@ -74,7 +74,7 @@ def plan(
     job: dict[str, Any], observed: Observed, now: datetime, config: ControllerConfig, *, framework: Framework
 ) -> Plan:
     """What to do for one job of `framework`'s kind given what exists; see the module docstring."""
-    decoded = parse_job(job)
+    decoded = parse_job(job, {framework.info.kind: framework.info})
     info = decoded[1]
     if info is not None and info.kind != framework.info.kind:
         return unknown_kind(job, decoded[2])

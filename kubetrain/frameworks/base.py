@@ -3,8 +3,9 @@
 A framework knows its kind's topology (which env each replica needs), which pod carries the
 master role, how its replica counts turn into Running/Succeeded/Failed conditions, and which
 extra objects it wants (PyTorch's HPA). Everything else — pods, services, restarts, limits,
-cleanup, gang scheduling — is the controller's. Adding a framework is its module, its tests
-and a registry line (`kubetrain.kinds.registry`; docs/kinds.md lists what else a kind touches).
+cleanup, gang scheduling — is the controller's. Adding a framework is its package
+(`kubetrain/frameworks/<name>/`: `wire.py` with its spec type and `KindInfo`, `plugin.py` with
+this plugin), its tests and a registry line (`kubetrain.kinds.registry`; docs/kinds.md).
 """
 
 from __future__ import annotations

@@ -53,6 +53,12 @@ BY_KIND: Mapping[str, KindRegistration] = {reg.kind: reg for reg in REGISTRY}
 SERVED_KINDS: Mapping[str, KindInfo] = {reg.kind: reg.info for reg in REGISTRY}
 """Every kind the operator reconciles, each with the version it is listed and watched as."""
 
+REPLICA_SPEC_KINDS: Mapping[str, KindInfo] = {
+    reg.kind: reg.info for reg in REGISTRY if reg.framework_plugin is not None
+}
+"""The `kubeflow.org/v1` replica-spec kinds on the generic reconciler: the table
+`kubetrain.api.jobs.parse_job` and the webhook's rules (`kubetrain.api.validation`) are given."""
+
 
 def registration_for(kind: object) -> KindRegistration | None:
     return BY_KIND.get(kind) if isinstance(kind, str) else None
@@ -87,7 +93,7 @@ def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerCon
     """The plan of one job of any registered kind: its registration's planner."""
     reg = registration_for(job.get("kind")) if isinstance(job, dict) else None
     if reg is None:
-        _, _, errors = parse_job(job)
+        _, _, errors = parse_job(job, REPLICA_SPEC_KINDS)
         return reconciler.unknown_kind(job, errors)
     return reg.planner(job, observed, now, gang.config_for_job(job, config))
 

@@ -27,7 +27,7 @@ def generic(framework: Framework, *, admission_warning: str = "") -> KindRegistr
     return KindRegistration(
         versions=(framework.info,),
         planner=partial(reconciler.plan, framework=framework),
-        parse=parse_job,
+        parse=partial(parse_job, kinds={framework.info.kind: framework.info}),
         framework_plugin=framework,
         webhook=True,
         admission_warning=admission_warning,

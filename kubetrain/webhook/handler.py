@@ -79,7 +79,7 @@ def admit(info: KindInfo, request: AdmissionRequest) -> AdmissionResponse:
         old = request.old_object
         if not isinstance(old, dict):
             return errored(uid, 400, "there is no content to decode: UPDATE without oldObject")
-    _, _, result = validate_raw_with_warnings(obj, old)
+    _, _, result = validate_raw_with_warnings(obj, old, kinds={info.kind: info})
     warnings = tuple(result.warnings)
     if info.kind in DEPRECATED_KINDS:
         warnings += (DEPRECATED_KINDS[info.kind],)

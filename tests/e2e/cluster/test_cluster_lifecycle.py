@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.api.kinds import KINDS
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime.transport import KubeClient
 from tests.e2e.cluster import tier
 from tests.e2e.cluster.conftest import ClusterEnv

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from kubetrain.api import crds
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime import ApiError, KubeClient, Manager, RuntimeConfig
 from kubetrain.runtime.crds import install_crds
 
@@ -28,7 +29,7 @@ async def test_kinds_without_a_served_crd_are_skipped() -> None:
     await server.start(port=0)
     client = KubeClient.for_url(server.url, server.token, server.ca_file, qps=0)
     try:
-        await install_crds(client, [yaml.safe_load(t) for t in crds.generate().values()])
+        await install_crds(client, [yaml.safe_load(t) for t in crds.generate(KINDS.values()).values()])
         manager = Manager(
             client, RuntimeConfig(workers=1, cache_sync_timeout=5.0), registry=CollectorRegistry()
         )

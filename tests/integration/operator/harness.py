@@ -36,9 +36,9 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from kubetrain.api import crds
-from kubetrain.api.kinds import KINDS
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.store import Event as StoreEvent
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime import ApiError, KubeClient, Manager, RuntimeConfig
 from kubetrain.runtime.crds import install_crds
 from tests.builders import JobBuilder, job
@@ -154,7 +154,7 @@ def is_finished(obj: JsonDict | None) -> bool:
 
 
 def crd_manifests() -> list[JsonDict]:
-    return [yaml.safe_load(text) for text in crds.generate().values()]
+    return [yaml.safe_load(text) for text in crds.generate(KINDS.values()).values()]
 
 
 # ---- the operator, killable ---------------------------------------------------------------------

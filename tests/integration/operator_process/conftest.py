@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.cli.plane import kubeflow_admission
 from kubetrain.embedded.apiserver import ServerThread
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime.crds import install_crds
 from kubetrain.runtime.operator import crd_manifests
 from kubetrain.runtime.transport import KubeClient

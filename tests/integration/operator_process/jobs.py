@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubetrain.api.kinds import KINDS
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 

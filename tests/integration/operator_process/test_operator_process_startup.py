@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubetrain.api.kinds import KINDS
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime.crds import install_crds
 from kubetrain.runtime.operator import crd_manifests
 from kubetrain.runtime.transport import KubeClient

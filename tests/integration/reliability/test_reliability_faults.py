@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.embedded.apiserver.faults import FaultRule
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from tests.integration.operator.harness import KIND_CASES, Cluster, PodAudit
 from tests.integration.reliability.lifecycles import lifecycles, run_and_check
 

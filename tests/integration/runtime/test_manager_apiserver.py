@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.plan import CreateObject, Event, Observed, Plan
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime.config import RuntimeConfig
 from kubetrain.runtime.manager import Manager, Planner
 from kubetrain.runtime.transport import KubeClient

@@ -19,8 +19,8 @@ import pytest
 import yaml
 from webhook_jobs import review, valid_job
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime.transport import KubeClient
 from kubetrain.webhook import certs
 from kubetrain.webhook.provisioner import CertConfig, CertProvisioner

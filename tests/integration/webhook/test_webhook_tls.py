@@ -19,8 +19,8 @@ import pytest
 from webhook_jobs import review, valid_job, with_run_policy
 
 from kubetrain.api.jobs import load_documents
-from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import denied_message, validate_raw, webhook_name
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.webhook import certs
 from kubetrain.webhook.review import AdmissionResponse, rejection_status
 from kubetrain.webhook.server import WebhookServer
@@ -127,7 +127,7 @@ async def test_invalid_examples_are_denied_with_their_exact_message(
     assert response["status"] == {"metadata": {}, "message": expect, "reason": "Forbidden", "code": 403}
     # ...and kubectl shows the API server's wrapping of it, the same text `kubetrain validate` prints.
     parsed = AdmissionResponse(response["uid"], False, response["status"])
-    _, _, errors = validate_raw(doc)
+    _, _, errors = validate_raw(doc, kinds=KINDS)
     assert rejection_status(webhook_name(info), parsed)["message"] == denied_message(info, errors)
 
 

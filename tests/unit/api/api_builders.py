@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.api.jobs import load_documents
-from kubetrain.api.kinds import KINDS, KindInfo
+from kubetrain.api.kinds import KindInfo
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"

@@ -14,11 +14,11 @@ from api_builders import valid_job
 from kubetrain.api.codec import decode, encode, json_clone
 from kubetrain.api.defaults import apply_defaults
 from kubetrain.api.jobs import parse_job
-from kubetrain.api.kinds import KINDS
 from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import aggregate, validate_raw
 from kubetrain.api.validation_mpi import validate_extra
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kube import jsonsafe
 from tests.nesting import DEPTHS, depth_of, nested
 
@@ -43,14 +43,14 @@ def test_json_clone_and_clone_copy_any_depth(depth: int) -> None:
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_decode_validate_default_encode_a_deep_job(kind: str, depth: int) -> None:
     raw = deep_job(kind, depth)
-    job, info, errors = parse_job(raw)
+    job, info, errors = parse_job(raw, KINDS)
     assert job is not None and info is not None
     assert any("nesting too deep" in str(e) for e in errors), errors
     apply_defaults(job, info)
     encoded = encode(job)["spec"][KINDS[kind].replica_specs_field]
     command = next(iter(encoded.values()))["template"]["spec"]["containers"][0]["command"]
     assert depth_of(command[0]) == depth  # nothing lost on the way back out
-    _, _, verrors = validate_raw(raw)
+    _, _, verrors = validate_raw(raw, kinds=KINDS)
     message = aggregate(verrors)
     field = KINDS[kind].replica_specs_field
     assert f"spec.{field}." in message and "nesting too deep: at most 100 levels" in message
@@ -58,7 +58,7 @@ def test_decode_validate_default_encode_a_deep_job(kind: str, depth: int) -> Non
 
 def test_shallow_jobs_have_no_depth_error() -> None:
     raw = deep_job("PyTorchJob", 60)
-    _, _, errors = validate_raw(raw)
+    _, _, errors = validate_raw(raw, kinds=KINDS)
     assert not errors, errors
 
 
@@ -91,6 +91,6 @@ def test_decode_with_odd_strings_never_raises() -> None:
     job, errors = decode(TrainingJob, {k: v for k, v in raw.items() if k != "spec"})
     assert job is not None and not errors
     assert job.metadata["labels"] == {"\ud800": "\udfff"}
-    _, _, verrors = validate_raw(raw)
+    _, _, verrors = validate_raw(raw, kinds=KINDS)
     assert verrors
     aggregate(verrors)

@@ -13,12 +13,16 @@ from test_api_validation_fuzz import mutated_jobs
 
 from kubetrain.api.defaults import apply_defaults, with_default_port
 from kubetrain.api.jobs import job_to_dict, parse_job
-from kubetrain.api.kinds import KINDS, KindInfo
-from kubetrain.api.types import PaddleJobSpec, PyTorchJobSpec, TFJobSpec, TrainingJob
+from kubetrain.api.kinds import KindInfo
+from kubetrain.api.types import TrainingJob
+from kubetrain.frameworks.paddle import PaddleJobSpec
+from kubetrain.frameworks.pytorch import PyTorchJobSpec
+from kubetrain.frameworks.tensorflow import TFJobSpec
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 
 
 def defaulted(raw: dict[str, Any]) -> tuple[TrainingJob, KindInfo]:
-    parsed, info, errors = parse_job(raw)
+    parsed, info, errors = parse_job(raw, KINDS)
     assert parsed is not None and info is not None and not errors
     return apply_defaults(parsed, info), info
 
@@ -152,7 +156,7 @@ def test_duplicate_keys_first_one_wins() -> None:
 
 def test_no_spec_is_fine() -> None:
     parsed, info, _ = parse_job(
-        {"apiVersion": "kubeflow.org/v1", "kind": "JAXJob", "metadata": {"name": "x"}}
+        {"apiVersion": "kubeflow.org/v1", "kind": "JAXJob", "metadata": {"name": "x"}}, KINDS
     )
     assert parsed is not None and info is not None
     assert apply_defaults(parsed, info) == parsed
@@ -162,7 +166,7 @@ def test_input_is_not_mutated_and_unchanged_subtrees_are_shared() -> None:
     info = KINDS["PyTorchJob"]
     pinned = container("pytorch", ports=[{"name": "pytorchjob-port", "containerPort": 1}])
     raw = job("PyTorchJob", {"Master": replica(info, containers=[pinned]), "Worker": replica(info, 2)})
-    parsed, _, _ = parse_job(raw)
+    parsed, _, _ = parse_job(raw, KINDS)
     assert parsed is not None
     before = job_to_dict(parsed)
     out = apply_defaults(parsed, info)
@@ -186,7 +190,7 @@ def test_examples_default_idempotently(name: str, doc: Any) -> None:
 @given(mutated_jobs(), st.booleans())
 def test_defaults_idempotent_and_pure_on_any_decodable_job(case: tuple[Any, Any], twice: bool) -> None:
     raw, _ = case
-    parsed, info, _ = parse_job(raw)
+    parsed, info, _ = parse_job(raw, KINDS)
     if parsed is None or info is None:
         return
     before = job_to_dict(parsed)

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from kubetrain.api.codec import json_clone
 from kubetrain.api.jobs import job_to_dict, parse_job
-from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import validate_raw
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 
 EXAMPLES = example_documents()
 
@@ -24,7 +24,7 @@ def test_every_kind_has_an_example() -> None:
 
 @pytest.mark.parametrize(("name", "doc"), EXAMPLES, ids=[n for n, _ in EXAMPLES])
 def test_examples_round_trip_and_validate(name: str, doc: Any) -> None:
-    parsed, info, errors = validate_raw(deep(doc))
+    parsed, info, errors = validate_raw(deep(doc), kinds=KINDS)
     assert parsed is not None and info is not None
     assert list(errors.messages()) == []
     assert job_to_dict(parsed) == doc
@@ -59,7 +59,7 @@ def _with_unknown_fields() -> dict[str, Any]:
 
 def test_unknown_fields_everywhere_survive() -> None:
     raw = _with_unknown_fields()
-    parsed, _, errors = parse_job(deep(raw))
+    parsed, _, errors = parse_job(deep(raw), KINDS)
     assert parsed is not None and not errors
     assert job_to_dict(parsed) == raw
 
@@ -129,7 +129,7 @@ def valid_jobs(draw: st.DrawFn) -> dict[str, Any]:
 @settings(max_examples=200, deadline=None)
 @given(valid_jobs())
 def test_generated_valid_jobs_round_trip_exactly(raw: dict[str, Any]) -> None:
-    parsed, info, errors = validate_raw(deep(raw))
+    parsed, info, errors = validate_raw(deep(raw), kinds=KINDS)
     assert parsed is not None and info is not None
     assert list(errors.messages()) == []
     assert job_to_dict(parsed) == raw

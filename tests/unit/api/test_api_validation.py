@@ -14,7 +14,6 @@ import pytest
 from api_builders import container, deep, invalid_examples, job, replica, valid_job
 
 from kubetrain.api.fielderrors import ErrorList
-from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import (
     aggregate,
     denied_message,
@@ -23,6 +22,7 @@ from kubetrain.api.validation import (
     validate_raw,
     validate_raw_with_warnings,
 )
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 
 PT, TF, XGB, PD, JAX, MX = (
     KINDS[k] for k in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MXJob")
@@ -36,7 +36,7 @@ MANAGERS = 'supported values: "kubeflow.org/training-operator", "kueue.x-k8s.io/
 
 
 def messages(raw: Any, old: Any = None) -> list[str]:
-    _, _, errors = validate_raw(raw, old)
+    _, _, errors = validate_raw(raw, old, kinds=KINDS)
     return list(errors.messages())
 
 
@@ -322,7 +322,7 @@ def test_generate_name_is_checked_instead_of_an_empty_name() -> None:
 
 def test_nproc_deprecation_is_a_warning() -> None:
     raw = job("PyTorchJob", {"Worker": replica(PT)}, elasticPolicy={"nProcPerNode": 2})
-    _, _, result = validate_raw_with_warnings(raw)
+    _, _, result = validate_raw_with_warnings(raw, kinds=KINDS)
     assert not result.errors
     assert result.warnings == ["spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead"]
 
@@ -393,7 +393,7 @@ def test_old_object_of_another_kind_is_ignored() -> None:
 
 
 def test_aggregate_formats_and_drops_duplicates() -> None:
-    _, info, errors = validate_raw(job("PyTorchJob", {"Master": replica(PT, 2)}, name="0-x"))
+    _, info, errors = validate_raw(job("PyTorchJob", {"Master": replica(PT, 2)}, name="0-x"), kinds=KINDS)
     assert info is not None
     doubled = ErrorList([*errors, *errors])
     text = aggregate(doubled)
@@ -409,7 +409,7 @@ def test_aggregate_formats_and_drops_duplicates() -> None:
 
 def test_validate_matches_validate_raw() -> None:
     raw = job("PyTorchJob", {"Master": replica(PT, 2)})
-    parsed, info, errors = validate_raw(deep(raw))
+    parsed, info, errors = validate_raw(deep(raw), kinds=KINDS)
     assert parsed is not None and info is not None
     assert validate(parsed, info) == errors
 
@@ -430,5 +430,5 @@ def test_there_are_invalid_examples() -> None:
 
 @pytest.mark.parametrize(("name", "expect", "doc"), INVALID, ids=[n for n, _, _ in INVALID])
 def test_invalid_examples_produce_their_expected_message(name: str, expect: str, doc: Any) -> None:
-    _, _, errors = validate_raw(doc)
+    _, _, errors = validate_raw(doc, kinds=KINDS)
     assert aggregate(errors) == expect

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from kubetrain.api.defaults import apply_defaults
 from kubetrain.api.fielderrors import ErrorList
-from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import aggregate, validate_raw, validate_raw_with_warnings
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kube.names import is_dns1035_label
 
 json_values = st.recursive(
@@ -125,7 +125,7 @@ def known_invalid(path: Path, value: Any) -> bool:
 @given(mutated_jobs())
 def test_validation_never_raises_and_names_the_broken_field(case: tuple[Any, Path]) -> None:
     raw, path = case
-    parsed, info, errors = validate_raw(raw)
+    parsed, info, errors = validate_raw(raw, kinds=KINDS)
     assert isinstance(errors, ErrorList)
     for err in errors:
         assert isinstance(err.field, str) and err.field
@@ -146,14 +146,14 @@ def test_validation_never_raises_and_names_the_broken_field(case: tuple[Any, Pat
 @given(mutated_jobs(), st.sampled_from(BASES))
 def test_updates_never_raise(case: tuple[Any, Path], old: Any) -> None:
     raw, _ = case
-    validate_raw_with_warnings(raw, deep(old))
-    validate_raw_with_warnings(deep(old), raw)
+    validate_raw_with_warnings(raw, deep(old), kinds=KINDS)
+    validate_raw_with_warnings(deep(old), raw, kinds=KINDS)
 
 
 @settings(max_examples=200, deadline=None)
 @given(json_values)
 def test_arbitrary_top_level_values_never_raise(raw: Any) -> None:
-    _, _, errors = validate_raw(raw)
+    _, _, errors = validate_raw(raw, kinds=KINDS)
     assert errors  # nothing arbitrary is a valid job
 
 
@@ -161,4 +161,4 @@ def test_arbitrary_top_level_values_never_raise(raw: Any) -> None:
 @given(st.sampled_from(sorted(KINDS)), json_values)
 def test_arbitrary_spec_of_a_known_kind_never_raises(kind: str, spec: Any) -> None:
     raw = {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
-    validate_raw(raw)
+    validate_raw(raw, kinds=KINDS)

@@ -12,6 +12,7 @@ from cli_builders import pytorchjob
 from kubetrain.api.jobs import parse_job
 from kubetrain.client.errors import EXIT_INVALID, InvalidInput, ValidationError
 from kubetrain.client.source import load_jobs, load_one
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kube.annotations import WORKDIR
 
 REPO = Path(__file__).resolve().parents[3]
@@ -21,7 +22,7 @@ def test_dict_yaml_text_path_and_parsed_job(tmp_path: Path) -> None:
     raw = pytorchjob()
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(raw))
-    job, _, _ = parse_job(raw)
+    job, _, _ = parse_job(raw, KINDS)
     assert job is not None
     for source in (raw, yaml.safe_dump(raw), str(path), path, job):
         loaded = load_one(source)

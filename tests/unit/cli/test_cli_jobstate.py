@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from cli_builders import cond, pod, pytorchjob
 
-from kubetrain.api.kinds import PYTORCHJOB
 from kubetrain.client import jobstate
+from kubetrain.frameworks.pytorch import PYTORCHJOB
 
 
 def test_reached_needs_a_true_condition() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.client.errors import EXIT_INVALID, UnknownKind
 from kubetrain.client.kinds import all_kinds, resolve_kind
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import yaml
 from cli_builders import cond, pod, pytorchjob
 
-from kubetrain.api.kinds import PYTORCHJOB
 from kubetrain.cli.output import as_document, format_table, job_rows, names
 from kubetrain.client.describe import age, pod_status, render_describe
+from kubetrain.frameworks.pytorch import PYTORCHJOB
 
 NOW = datetime(2024, 1, 1, 0, 5, 0, tzinfo=UTC)
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from kubetrain.api.kinds import (
     API_VERSION,
-    KINDS,
     LABEL_JOB_NAME,
     LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
@@ -28,6 +27,7 @@ from kubetrain.api.kinds import (
 )
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kinds.registry import plan
 from kubetrain.kube.timefmt import format_time
 from tests.builders import JobBuilder

@@ -23,6 +23,7 @@ from kubetrain.api.validation_mpi import validate_extra
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.mpi import plan as mpi_plan
 from kubetrain.controller.plan import CreateObject, Observed, PatchObject
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kinds.registry import plan
 from kubetrain.kube import jsonsafe
 from kubetrain.runtime.transport import _decode, _encode
@@ -54,7 +55,7 @@ def _through_the_operator(raw: dict[str, Any]) -> None:
             validate_extra(parsed, info.version)
         result = mpi_plan(job, Observed(), NOW, CONFIG, keygen=lambda: (b"private", b"public"))
     else:
-        parsed, info, errors = validate_raw(job)
+        parsed, info, errors = validate_raw(job, kinds=KINDS)
         aggregate(errors)
         if parsed is not None and info is not None:
             apply_defaults(parsed, info)

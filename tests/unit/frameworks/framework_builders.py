@@ -9,10 +9,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubetrain.api.kinds import KINDS, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from kubetrain.api.kinds import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.api.types import JobCondition, JobStatus, ReplicaSpec, ReplicaStatus, TrainingJob
 from kubetrain.frameworks.base import Framework, FrameworkSettings, StatusContext
 from kubetrain.kinds.registry import BY_KIND
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 
 NOW = "2024-05-01T10:00:00Z"
 EARLIER = "2024-05-01T09:00:00Z"

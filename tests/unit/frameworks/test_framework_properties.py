@@ -8,8 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.frameworks._env import go_json
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from tests.unit.frameworks.framework_builders import conds, created, job, replica, run_status, status
 
 RESTARTS = ("Never", "OnFailure", "ExitCode")

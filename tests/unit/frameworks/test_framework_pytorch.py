@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubetrain.api.types import ElasticPolicy, RDZVConf, RunPolicy, TrainingJob
+from kubetrain.api.types import RunPolicy, TrainingJob
 from kubetrain.frameworks.base import FrameworkSettings, TopologyError
-from kubetrain.frameworks.pytorch import DEFAULT_INIT_CONTAINER_TEMPLATE, PYTORCH
+from kubetrain.frameworks.pytorch import DEFAULT_INIT_CONTAINER_TEMPLATE, PYTORCH, ElasticPolicy, RDZVConf
 from tests.unit.frameworks.framework_builders import (
     NOW,
     build_pod,

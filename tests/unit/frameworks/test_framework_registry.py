@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.frameworks.base import FrameworkSettings
 from kubetrain.kinds.registry import REGISTRY
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from tests.unit.frameworks.framework_builders import created, framework_for, job, replica, run_status, status
 
 

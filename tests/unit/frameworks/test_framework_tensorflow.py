@@ -8,9 +8,9 @@ import json
 import pytest
 
 from kubetrain.api.types import TrainingJob
-from kubetrain.frameworks import tensorflow as tf
 from kubetrain.frameworks.base import FrameworkSettings, TopologyError
 from kubetrain.frameworks.tensorflow import TENSORFLOW
+from kubetrain.frameworks.tensorflow import plugin as tf
 from tests.unit.frameworks.framework_builders import (
     EARLIER,
     NOW,

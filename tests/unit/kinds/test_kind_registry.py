@@ -8,12 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from kubetrain.api.crds import crd_for
-from kubetrain.api.kinds import KINDS
 from kubetrain.client.kinds import all_kinds, resolve_kind
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.owned import ERR_RESOURCE_EXISTS
 from kubetrain.controller.plan import MetricIncrement
 from kubetrain.kinds import registry
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime.metrics import Metrics
 from kubetrain.runtime.resources import default_registry
 from kubetrain.webhook.handler import routes, webhook_path

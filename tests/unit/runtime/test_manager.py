@@ -10,7 +10,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 from runtime_fakekube import FakeKube, _status
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.plan import (
     CreateObject,
@@ -21,6 +20,7 @@ from kubetrain.controller.plan import (
     Observed,
     Plan,
 )
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime.config import RuntimeConfig, UnsupportedScheme
 from kubetrain.runtime.manager import Manager, Planner
 

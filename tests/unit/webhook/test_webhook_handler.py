@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from webhook_jobs import replica, request, valid_job, with_run_policy
 
-from kubetrain.api.kinds import KINDS
 from kubetrain.api.validation import denied_message, validate_raw, webhook_name
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.webhook.handler import DEPRECATED_KINDS, admit, names, routes, webhook_path
 from kubetrain.webhook.review import rejection_status
 
@@ -71,7 +71,7 @@ def test_invalid_create_is_denied_403_forbidden_with_upstreams_message(
     assert resp.status["code"] == 403
     assert resp.status["reason"] == "Forbidden"
     assert resp.status["message"].startswith(message)
-    _, _, errors = validate_raw(job)
+    _, _, errors = validate_raw(job, kinds=KINDS)
     # What kubectl prints is the API server's wrapping of our message: the api layer's text exactly.
     assert rejection_status(webhook_name(info), resp)["message"] == denied_message(info, errors)
     assert rejection_status(webhook_name(info), resp)["code"] == 403

@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from webhook_jobs import request, review, valid_job
 
-from kubetrain.api.kinds import KINDS
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kube import jsonsafe
 from kubetrain.webhook.handler import admit, webhook_path
 from kubetrain.webhook.review import parse_review

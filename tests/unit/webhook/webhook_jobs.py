@@ -6,7 +6,7 @@ import copy
 import uuid
 from typing import Any
 
-from kubetrain.api.kinds import KINDS
+from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.webhook.review import AdmissionRequest
 
 IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"

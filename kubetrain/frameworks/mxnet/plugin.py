@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from kubetrain.api.kinds import MXJOB, RESTART_EXIT_CODE, KindInfo
+from kubetrain.api.kinds import RESTART_EXIT_CODE, KindInfo
 from kubetrain.api.types import ReplicaSpec, TrainingJob
 from kubetrain.frameworks._env import (
     JsonDict,
@@ -21,6 +21,7 @@ from kubetrain.frameworks._env import (
 )
 from kubetrain.frameworks._status import StatusRun, counts, ordered_specs
 from kubetrain.frameworks.base import FrameworkSettings, StatusContext, TopologyError
+from kubetrain.frameworks.mxnet.wire import MXJOB
 
 TUNER_SERVER_KEY = "tuner-server-key"
 """Template annotation copied into MX_CONFIG `labels` (TVM auto-tuning)."""

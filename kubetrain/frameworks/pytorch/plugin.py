@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 import yaml
 
 from kubetrain.api.codec import json_clone
-from kubetrain.api.kinds import API_VERSION, PYTORCHJOB, KindInfo
-from kubetrain.api.types import ElasticPolicy, PyTorchJobSpec, TrainingJob
+from kubetrain.api.kinds import API_VERSION, KindInfo
+from kubetrain.api.types import TrainingJob
 from kubetrain.frameworks._env import (
     JsonDict,
     append_env_all,
@@ -27,6 +27,7 @@ from kubetrain.frameworks._env import (
 )
 from kubetrain.frameworks._status import Counts, PyTorchLikeStatus
 from kubetrain.frameworks.base import FrameworkSettings, TopologyError
+from kubetrain.frameworks.pytorch.wire import PYTORCHJOB, ElasticPolicy, PyTorchJobSpec
 
 DEFAULT_INIT_CONTAINER_TEMPLATE = """
 - name: init-pytorch

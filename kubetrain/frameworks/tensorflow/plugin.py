@@ -10,8 +10,8 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from kubetrain.api.conditions import get_condition
-from kubetrain.api.kinds import COND_RESTARTING, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, TFJOB, KindInfo
-from kubetrain.api.types import ReplicaSpec, TFJobSpec, TrainingJob
+from kubetrain.api.kinds import COND_RESTARTING, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, KindInfo
+from kubetrain.api.types import ReplicaSpec, TrainingJob
 from kubetrain.frameworks._env import (
     JsonDict,
     append_env,
@@ -24,6 +24,7 @@ from kubetrain.frameworks._env import (
 )
 from kubetrain.frameworks._status import StatusRun, counts, ordered_specs
 from kubetrain.frameworks.base import FrameworkSettings, StatusContext, TopologyError
+from kubetrain.frameworks.tensorflow.wire import TFJOB, TFJobSpec
 
 TF_CONFIG = "TF_CONFIG"
 SUCCESS_POLICY_ALL_WORKERS = "AllWorkers"

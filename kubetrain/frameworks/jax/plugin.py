@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kubetrain.api.kinds import JAXJOB, KindInfo
+from kubetrain.api.kinds import KindInfo
 from kubetrain.api.types import TrainingJob
 from kubetrain.frameworks._env import (
     JsonDict,
@@ -16,6 +16,7 @@ from kubetrain.frameworks._env import (
 )
 from kubetrain.frameworks._status import PyTorchLikeStatus
 from kubetrain.frameworks.base import FrameworkSettings, TopologyError
+from kubetrain.frameworks.jax.wire import JAXJOB
 
 
 def jax_env(job: TrainingJob, index: int) -> list[JsonDict]:

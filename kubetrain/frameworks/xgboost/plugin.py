@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import ClassVar
 
-from kubetrain.api.kinds import RESTART_EXIT_CODE, XGBOOSTJOB, KindInfo
+from kubetrain.api.kinds import RESTART_EXIT_CODE, KindInfo
 from kubetrain.api.types import TrainingJob
 from kubetrain.frameworks._env import (
     JsonDict,
@@ -22,6 +22,7 @@ from kubetrain.frameworks._env import (
 )
 from kubetrain.frameworks._status import StatusRun, counts, ordered_specs
 from kubetrain.frameworks.base import FrameworkSettings, StatusContext, TopologyError
+from kubetrain.frameworks.xgboost.wire import XGBOOSTJOB
 
 PORT_NOT_FOUND = "failed to found the port"
 """Upstream's message (sic)."""

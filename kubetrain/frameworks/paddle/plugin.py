@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kubetrain.api.kinds import PADDLEJOB, KindInfo
+from kubetrain.api.kinds import KindInfo
 from kubetrain.api.types import TrainingJob
 from kubetrain.frameworks._env import (
     JsonDict,
@@ -20,6 +20,7 @@ from kubetrain.frameworks._env import (
 )
 from kubetrain.frameworks._status import PyTorchLikeStatus
 from kubetrain.frameworks.base import FrameworkSettings
+from kubetrain.frameworks.paddle.wire import PADDLEJOB
 
 POD_IP_DUMMY = "POD_IP_DUMMY"
 
