@@ -1,11 +1,11 @@
-"""The single-machine plane in one process: API server, CRDs, operator, binder, Job controller, node.
+"""The single-machine plane in one process: API server, CRDs, operator, binder, controllers, node.
 
 `kubetrain run` and `kubetrain up` both compose it on the current event loop. Start order makes
 each piece find what it needs: the server first, then the CRDs and the operator (its caches
 sync against an empty server), then the binder, the batch/v1 Job controller (MPIJob v2beta1
-launchers are Jobs), the JobSet controller (Trainer v2's TrainJobs are JobSets) and the node,
-which turns bound pods into local processes. Stop order is the reverse, node first, so that no
-pod process outlives the plane.
+launchers are Jobs), the JobSet controller (Trainer v2's TrainJobs are JobSets), the
+StatefulSet controller (ChainerJob worker sets) and the node, which turns bound pods into local
+processes. Stop order is the reverse, node first, so that no pod process outlives the plane.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, Node
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.podgroups import podgroup_crds
 from kubetrain.embedded.scheduler import Binder
+from kubetrain.embedded.statefulset import StatefulSetController
 from kubetrain.history.recorder import HistoryRecorder
 from kubetrain.history.store import HistoryStore
 from kubetrain.kinds.registry import all_versions, crd_manifests
@@ -173,6 +174,7 @@ class LocalPlane:
         self.binder: Binder | None = None
         self.jobs: JobController | None = None
         self.jobsets: JobSetController | None = None
+        self.statefulsets: StatefulSetController | None = None
         self.recorder: HistoryRecorder | None = None
         self._kube: KubeClient | None = None
         self._node_api: KubeAPI | None = None
@@ -218,6 +220,7 @@ class LocalPlane:
             )
             self.jobs = JobController(self._node_api)
             self.jobsets = JobSetController(self._node_api)
+            self.statefulsets = StatefulSetController(self._node_api)
             try:
                 self.agent = NodeAgent(
                     self._node_api,
@@ -237,6 +240,7 @@ class LocalPlane:
             await self.binder.start()
             await self.jobs.start()
             await self.jobsets.start()
+            await self.statefulsets.start()
             if self.history is not None:
                 self.recorder = HistoryRecorder(self._node_api, self.history, all_versions())
                 await self.recorder.start()
@@ -277,6 +281,8 @@ class LocalPlane:
             await _quietly(self.jobsets.stop(), "JobSet controller")
         if self.jobs is not None:
             await _quietly(self.jobs.stop(), "Job controller")
+        if self.statefulsets is not None:
+            await _quietly(self.statefulsets.stop(), "StatefulSet controller")
         if self.manager is not None:
             await _quietly(self.manager.stop(drain_timeout=2.0), "operator")
         if self.recorder is not None:  # after the node: it records the pods' last states and logs
@@ -287,7 +293,7 @@ class LocalPlane:
         if self._kube is not None:
             await _quietly(self._kube.close(), "operator client")
         await _quietly(self.server.stop(), "API server")  # also commits its pending state
-        self.agent = self.binder = self.manager = self.jobs = self.jobsets = None
+        self.agent = self.binder = self.manager = self.jobs = self.jobsets = self.statefulsets = None
         self._kube = self._node_api = None
 
 

@@ -520,7 +520,7 @@ class Binder:
         try:
             await self.api.merge_patch(
                 core_path("pods", meta.get("namespace"), meta["name"], "status"),
-                {"status": {"phase": "Pending", "conditions": [*others, condition]}},
+                {"status": {"conditions": [*others, condition]}},  # kube-scheduler writes no phase
             )
         except ApiError as err:
             log.debug("reporting %s/%s unschedulable failed: %s", meta.get("namespace"), meta["name"], err)

@@ -69,6 +69,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = tuple(
         ("apps/v1", "StatefulSet", "statefulsets"),
         ("apps/v1", "ReplicaSet", "replicasets"),
         ("apps/v1", "DaemonSet", "daemonsets"),
+        ("apps/v1", "ControllerRevision", "controllerrevisions"),
         ("batch/v1", "Job", "jobs"),
         ("batch/v1", "CronJob", "cronjobs"),
         ("coordination.k8s.io/v1", "Lease", "leases"),

@@ -57,18 +57,13 @@ def qos_class(spec: dict[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def default_pod(pod: dict[str, Any]) -> None:
-    spec = pod.setdefault("spec", {})
+def default_pod_spec(spec: dict[str, Any]) -> None:
+    """SetDefaults_PodSpec and its containers' and volumes' defaults: a pod's and a pod template's."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("priority", 0)
-    if "serviceAccountName" not in spec:
-        spec["serviceAccountName"] = spec.get("serviceAccount", "default")
-    spec.setdefault("serviceAccount", spec["serviceAccountName"])
     for name in _CONTAINER_LISTS:
         for c in spec.get(name) or ():
             if isinstance(c, dict):
@@ -78,6 +73,16 @@ def default_pod(pod: dict[str, Any]) -> None:
             for src in ("configMap", "secret"):
                 if isinstance(vol.get(src), dict):
                     vol[src].setdefault("defaultMode", 420)
+
+
+def default_pod(pod: dict[str, Any]) -> None:
+    spec = pod.setdefault("spec", {})
+    default_pod_spec(spec)
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("priority", 0)
+    if "serviceAccountName" not in spec:
+        spec["serviceAccountName"] = spec.get("serviceAccount", "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
 
 
 def initial_pod_status(pod: dict[str, Any]) -> dict[str, Any]:
@@ -138,6 +143,24 @@ def default_secret(secret: dict[str, Any]) -> None:
             data[key] = base64.b64encode(str(value).encode()).decode()
 
 
+def default_statefulset(sts: dict[str, Any]) -> None:
+    """SetDefaults_StatefulSet (apps/v1): the spec fields its controller reads."""
+    spec = sts.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    strategy = spec.setdefault("updateStrategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    retention = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
+    retention.setdefault("whenDeleted", "Retain")
+    retention.setdefault("whenScaled", "Retain")
+    template = spec.get("template")
+    if isinstance(template, dict):
+        default_pod_spec(template.setdefault("spec", {}))
+
+
 def default_builtin(kind: str, obj: dict[str, Any], ips: ClusterIPAllocator) -> None:
     if kind == "Pod":
         default_pod(obj)
@@ -147,3 +170,5 @@ def default_builtin(kind: str, obj: dict[str, Any], ips: ClusterIPAllocator) -> 
         default_namespace(obj)
     elif kind == "Secret":
         default_secret(obj)
+    elif kind == "StatefulSet":
+        default_statefulset(obj)

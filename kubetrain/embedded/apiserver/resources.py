@@ -215,6 +215,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         categories=("all",),
         generation=True,
     ),
+    _b("apps/v1", "ControllerRevision"),
     # batch/v1 Jobs orphan their pods by default when deleted through the REST API.
     _b(
         "batch/v1",
