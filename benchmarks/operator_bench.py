@@ -513,17 +513,19 @@ async def bulk_pods(plane: Plane, ns: Namespace, count: int) -> None:
 
 
 async def install_crds(plane: Plane, texts: list[str] | None = None) -> None:
-    """Install CRDs (YAML texts; default: those of the registered kinds) and wait until served."""
+    """Install CRDs (YAML texts; default: the six v1 replica-spec kinds') and wait until served."""
     import yaml
 
     from kubetrain.api.crds import generate
+    from kubetrain.kinds.registry import REPLICA_SPEC_KINDS
     from kubetrain.runtime import KubeClient
     from kubetrain.runtime.crds import install_crds as install
 
     assert plane.kubeconfig is not None
     client = await KubeClient.from_kubeconfig(plane.kubeconfig, plane.context, qps=0)
     async with client:
-        await install(client, [yaml.safe_load(t) for t in texts or generate().values()])
+        crds = texts or generate(REPLICA_SPEC_KINDS.values()).values()
+        await install(client, [yaml.safe_load(t) for t in crds])
 
 
 # ---- the run ------------------------------------------------------------------------------------
