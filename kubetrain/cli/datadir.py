@@ -18,6 +18,8 @@ from types import TracebackType
 from kubetrain.client.errors import KubetrainError
 
 STATE_FILE = "plane.db"
+PODS_DIR = "pods"
+"""Each pod's own working directory, kept with what it wrote (`kubetrain.embedded.node.workdir`)."""
 LOCK_FILE = "plane.lock"
 
 

@@ -47,6 +47,8 @@ class PodNarrator:
         self.fatal_message = ""
         self.pods: dict[str, JsonDict] = {}
         """The job's pods now, by uid."""
+        self.seen: dict[str, str] = {}
+        """Every pod of the job seen so far, deleted ones too: uid -> name."""
         self._said: set[tuple[str, ...]] = set()
         self._nodes: list[JsonDict] = []
         self._nodes_read = -NODES_TTL
@@ -62,6 +64,7 @@ class PodNarrator:
         """Watch the pods until cancelled (a finished job's pods stay, so it never ends itself)."""
         async for etype, pod in self.client.watch_pods(self.job_name):
             uid = str((pod.get("metadata") or {}).get("uid", ""))
+            self.seen[uid] = str((pod.get("metadata") or {}).get("name", ""))
             if etype == "DELETED":
                 self.pods.pop(uid, None)
                 continue

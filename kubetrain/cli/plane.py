@@ -140,6 +140,8 @@ class LocalPlane:
     as from `kubetrain operator --gang-scheduler-name`; without it a job whose pods name one of
     `GANG_SCHEDULERS` gets that scheduler's. The binder answers for all of them.
     `history` records every job the plane sees into that store (None: no history).
+    `pods_dir` keeps each pod's own working directory (a view of its job directory, see
+    `kubetrain.embedded.node.workdir`); None: under the node's temporary root, gone at stop.
     """
 
     def __init__(
@@ -154,8 +156,10 @@ class LocalPlane:
         node_size: NodeSize | None = None,
         gang_scheduler_name: str = "",
         history: HistoryStore | None = None,
+        pods_dir: Path | None = None,
     ) -> None:
         self.history = history
+        self.pods_dir = pods_dir
         self.port = port
         self.gang_scheduler_name = gang_scheduler_name
         self.node_size = node_size or NodeSize()
@@ -226,7 +230,10 @@ class LocalPlane:
                     self._node_api,
                     self.node_size.apply(
                         NodeConfig(
-                            node_name=self.node_name, working_dir=self.working_dir, network=self.network
+                            node_name=self.node_name,
+                            working_dir=self.working_dir,
+                            network=self.network,
+                            pods_dir=self.pods_dir,
                         )
                     ),
                 )

@@ -18,7 +18,7 @@ from pathlib import Path
 from kubetrain.api.kinds import KindInfo
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, positive_float, run_async
-from kubetrain.cli.datadir import STATE_FILE, DataDirLock, default_data_dir
+from kubetrain.cli.datadir import PODS_DIR, STATE_FILE, DataDirLock, default_data_dir
 from kubetrain.cli.history import add_history_bounds, history_store
 from kubetrain.cli.narrate import QUIET_AFTER, PodNarrator
 from kubetrain.cli.nodesize import add_node_size_options, node_size
@@ -39,6 +39,7 @@ from kubetrain.client.errors import KubetrainError, NotFound
 from kubetrain.client.joblogs import JobLogFollower, Stream
 from kubetrain.client.kinds import resolve_kind
 from kubetrain.client.source import STDIN, LoadedJob, load_one
+from kubetrain.embedded.node.workdir import kept_directories
 from kubetrain.history.store import HISTORY_FILE
 
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
@@ -144,21 +145,24 @@ class JobRun:
     async def main(self) -> int:
         # The job's files are beside its YAML; for a job read from stdin, in the current directory.
         working_dir = Path.cwd() if self.args.file == STDIN else Path(self.args.file).resolve().parent
+        data_dir = self.state.parent if self.state else default_data_dir()
+        pods_dir = data_dir / PODS_DIR
         plane = LocalPlane(
             working_dir=working_dir,
             network=self.args.network,
             state_file=self.state,
             node_size=node_size(self.args),
             gang_scheduler_name=self.args.gang_scheduler_name,
-            history=history_store(
-                (self.state.parent if self.state else default_data_dir()) / HISTORY_FILE, self.args
-            ),
+            history=history_store(data_dir / HISTORY_FILE, self.args),
+            pods_dir=pods_dir,
         )
         async with Interrupts() as interrupts:
             self.interrupts = interrupts
             try:
                 err.print(
-                    f"starting the local plane (pods run in {working_dir}) ...", style="dim", markup=False
+                    f"starting the local plane (each pod runs in its own view of {working_dir}) ...",
+                    style="dim",
+                    markup=False,
                 )
                 await _interruptible(plane.start(), interrupts)
                 if interrupts.first.is_set():
@@ -172,6 +176,14 @@ class JobRun:
             finally:
                 err.print("stopping the local plane ...", style="dim", markup=False)
                 await plane.stop()
+                self._name_outputs(pods_dir)
+
+    def _name_outputs(self, pods_dir: Path) -> None:
+        """Say where the pods' own working directories were kept (they hold what the pods wrote)."""
+        pods = self.narrator.seen if self.narrator is not None else {}
+        for pod, paths in sorted(kept_directories(pods_dir, self.namespace, pods).items()):
+            for path in paths:
+                err.print(f"{pod} wrote its files in {path}", style="dim", markup=False)
 
     async def _session(self, plane: LocalPlane, client: AsyncClient, interrupts: Interrupts) -> int:
         await client.create(self.loaded.raw, self.namespace)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
-from kubetrain.cli.datadir import STATE_FILE, DataDirLock, default_data_dir
+from kubetrain.cli.datadir import PODS_DIR, STATE_FILE, DataDirLock, default_data_dir
 from kubetrain.cli.history import add_history_bounds, history_store
 from kubetrain.cli.nodesize import NodeSize, add_node_size_options, node_size
 from kubetrain.cli.plane import LocalPlane
@@ -112,6 +112,7 @@ def _up(args: argparse.Namespace) -> int:
                 size,
                 args.gang_scheduler_name,
                 history_store(data_dir / HISTORY_FILE, args),
+                data_dir / PODS_DIR,
             )
         )
 
@@ -126,6 +127,7 @@ async def _serve(
     size: NodeSize,
     gang_scheduler_name: str = "",
     history: HistoryStore | None = None,
+    pods_dir: Path | None = None,
 ) -> int:
     plane = LocalPlane(
         port=port,
@@ -135,12 +137,18 @@ async def _serve(
         node_size=size,
         gang_scheduler_name=gang_scheduler_name,
         history=history,
+        pods_dir=pods_dir,
     )
     async with Interrupts() as interrupts:
         try:
             await plane.start()
             await plane.ensure_namespace(namespace)
             out.print(f"state kept in {state} (`kubetrain up --reset` starts empty)", markup=False)
+            if pods_dir is not None:
+                out.print(
+                    f"pods run in their own views of their jobs' directories, kept in {pods_dir}",
+                    markup=False,
+                )
             await serve_until_interrupted(plane, kubeconfig, namespace, interrupts)
             return 0
         finally:

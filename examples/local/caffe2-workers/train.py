@@ -1,13 +1,14 @@
 """Sharded training driven by the Caffe2Job env contract (Caffe2 itself is not used: see below).
 
 The operator gives every worker SHARD_ID, NUM_SHARDS, RUN_ID and CAFFE2_CONFIG (the cluster and
-this task), plus REDIS_HOST/PORT or NFS_PATH for the rendezvous. Caffe2's resnet50_trainer
-meets its peers through a Redis or NFS store keyed by RUN_ID; this program does the same with a
-file store: NFS_PATH when the job sets one, else the job's directory (shared by the local pods),
-under `.caffe2-rendezvous/<RUN_ID>/`. Each shard trains a softmax regression on its shard of
-scikit-learn's digits; after every round it publishes its weights and averages all shards'
-(synchronous model averaging), so every shard ends with identical weights. Each shard checks
-that the loss fell and that all shards' final weights are identical, and exits non-zero if not.
+this task), plus REDIS_HOST/PORT or NFS_PATH for the rendezvous. Caffe2's resnet50_trainer meets
+its peers through a Redis or NFS store keyed by RUN_ID; this program does the same with a file
+store: NFS_PATH (job.yaml mounts a hostPath there, which both pods share), else the working
+directory (the pod's own: a single shard), under `.caffe2-rendezvous/<RUN_ID>/`. Each shard
+trains a softmax regression on its shard of scikit-learn's digits; after every round it
+publishes its weights and averages all shards' (synchronous model averaging), so every shard
+ends with identical weights. Each shard checks that the loss fell and that all shards' final
+weights are identical, and exits non-zero if not.
 
 Caffe2 was merged into PyTorch and removed from its Python packages (no `caffe2.python` in any
 current torch wheel), so the contract is what this example exercises.

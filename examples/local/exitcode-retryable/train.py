@@ -6,8 +6,8 @@ creates it again, with the same name and a NEW uid; a code of 1-127 fails the re
 
 The recreated pod must know it is a second attempt, and nothing in a pod's env identifies the job
 run (the job's uid is not available through fieldRef). So the marker is keyed by namespace and
-pod name, in KUBETRAIN_EXAMPLE_STATE_DIR (default: .example-state in the working directory; on
-a cluster, a volume that outlives the pod), and the succeeding attempt removes it: every run
+pod name, in KUBETRAIN_EXAMPLE_STATE_DIR (job.yaml: a hostPath at /state, a volume that outlives
+the pod; default: .example-state in the working directory), and the succeeding attempt removes it: every run
 starts clean. A marker older than --stale-seconds (a run interrupted in between) is ignored.
 """
 

@@ -3,8 +3,8 @@
 The first attempt of the chosen replica exits 1; the kubelet (or kubetrain's node agent) restarts
 the container in the same pod, so the pod's uid is unchanged and restartCount becomes 1. The
 program tells attempts apart with a marker file named after the pod's uid (fieldRef
-metadata.uid) in KUBETRAIN_EXAMPLE_STATE_DIR (default: .example-state in the working directory;
-on a cluster mount an emptyDir there, which survives container restarts). The succeeding attempt
+metadata.uid) in KUBETRAIN_EXAMPLE_STATE_DIR (job.yaml: an emptyDir at /state, which survives
+container restarts; default: .example-state in the working directory). The succeeding attempt
 removes its marker, so nothing is left behind and the next run of the job fails once again.
 """
 

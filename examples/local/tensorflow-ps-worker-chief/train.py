@@ -13,8 +13,9 @@ One program, four roles, chosen by TF_CONFIG's task.type exactly as the TFJob op
   prints the test accuracy (TensorFlow's "sidecar evaluation").
 
 The operator lists the evaluator in TF_CONFIG's cluster (kubeflow/trainer#1633; TensorFlow wants
-it absent), so every role drops it before building its cluster spec. --model-dir is the working
-directory here; on a cluster it must be a volume shared by the chief and the evaluator.
+it absent), so every role drops it before building its cluster spec. --model-dir must be a volume
+shared by the chief and the evaluator (job.yaml mounts a hostPath at /model in both): each pod's
+working directory is its own, locally as on a cluster.
 """
 
 from __future__ import annotations

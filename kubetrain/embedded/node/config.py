@@ -98,6 +98,9 @@ class NodeConfig:
     cluster_domain: str = "cluster.local"
     image_map: ImageMap = field(default_factory=ImageMap.load)
     working_dir: Path = field(default_factory=Path.cwd)
+    pods_dir: Path | None = None
+    """Where each pod's own working directory lives (`workdir`): ``kubetrain run``/``up`` use
+    ``<data dir>/pods``; None: ``<root>/workdirs``, which a temporary node root takes with it."""
     inherit_env: bool = True
     backoff_base: float = 1.0
     backoff_cap: float = 10.0

@@ -43,6 +43,7 @@ from .security import EVENT_REASON as SECURITY_EVENT_REASON
 from .security import Identity, unenforced, verify_run_as_non_root
 from .status import ContainerStatus, PodState, Terminated, pod_status
 from .volumes import VolumeBuilder, container_mounts
+from .workdir import PodWorkdir, pod_directory
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,9 @@ class PodWorker:
         spec = pod.get("spec") or {}
         self.restart_policy: str = spec.get("restartPolicy") or "Always"
         self.dir = ctx.root / "pods" / f"{self.namespace}_{self.name}_{self.uid[:8]}"
+        pods_dir = ctx.config.pods_dir or ctx.root / "workdirs"
+        self.workdir = PodWorkdir(pod_directory(pods_dir, self.namespace, self.name, self.uid))
+        """The pod's own working directory, a view of its job directory (see `workdir`)."""
         self.state = PodState(host_ip=ctx.host_ip)
         first_wait = "PodInitializing" if spec.get("initContainers") else "ContainerCreating"
         self.inits = [
@@ -376,7 +380,14 @@ class PodWorker:
     def _working_dir(self, cspec: JsonDict, paths: PathMap, mapped: str | None) -> str:
         wd = cspec.get("workingDir")
         if not wd:
-            return mapped or self._job_directory() or str(self.ctx.config.working_dir)
+            source = mapped or self._job_directory() or str(self.ctx.config.working_dir)
+            if not os.path.isdir(source):
+                return source  # the start fails naming it
+            try:
+                return self.workdir.view(os.path.abspath(source))
+            except OSError as err:  # an unreadable job directory: run in it, as before
+                log.warning("pod %s/%s runs in %s itself: %s", self.namespace, self.name, source, err)
+                return source
         local = paths.lookup(wd)
         if local is not None:
             return local
@@ -469,6 +480,7 @@ class PodWorker:
         for task in [*self._tasks, *self._events]:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._events, return_exceptions=True)
+        self.workdir.prune()  # its processes are gone: keep only what they wrote
 
     async def removed(self) -> None:
         """The pod is gone from the API: stop everything and drop the sandbox."""
