@@ -21,7 +21,11 @@ import shlex
 from collections.abc import Container, Iterable, MutableMapping
 
 VARIABLE = "PYTHONUNBUFFERED"
-MPI_PROGRAMS = frozenset({"mpirun", "mpiexec", "orterun", "orted", "prterun", "prted"})
+MPI_PROGRAMS = frozenset(
+    {"mpirun", "mpiexec", "mpirun.openmpi", "mpiexec.openmpi", "orterun", "orted", "prterun", "prted"}
+)
+"""OpenMPI's: MPICH's Hydra (``mpirun.mpich``, ``hydra_pmi_proxy``) gives its ranks pipes, on which
+Python without the variable would hold its output back until it exits."""
 
 
 def _words(args: Iterable[str]) -> Iterable[str]:
@@ -34,7 +38,7 @@ def _words(args: Iterable[str]) -> Iterable[str]:
 
 def launches_mpi(argv: Iterable[str]) -> bool:
     """Whether a command runs an OpenMPI launcher or daemon (also inside ``sh -c "... orted ..."``)."""
-    return any(os.path.basename(word).split(".")[0] in MPI_PROGRAMS for word in _words(argv))
+    return any(os.path.basename(word) in MPI_PROGRAMS for word in _words(argv))
 
 
 def drop_inherited_unbuffered(

@@ -23,7 +23,14 @@ def test_openmpi_launchers_and_daemons_are_recognised(argv: list[str]) -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["python", "train.py"], ["/bin/sh"], ["sh", "-c", "echo mpirunner; ./ported"], ["torchrun", "x.py"]],
+    [
+        ["python", "train.py"],
+        ["/bin/sh"],
+        ["sh", "-c", "echo mpirunner; ./ported"],
+        ["torchrun", "x.py"],
+        ["mpirun.mpich", "-np", "2", "python", "x.py"],  # Hydra: ranks on pipes, not a pty
+        ["/bin/sh", "-c", "/usr/bin/hydra_pmi_proxy --control-port launcher:3000"],
+    ],
 )
 def test_other_commands_are_not(argv: list[str]) -> None:
     assert not launches_mpi(argv)
