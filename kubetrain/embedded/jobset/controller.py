@@ -176,7 +176,7 @@ class JobSetController:
                 if not err.already_exists:
                     self._event(js, "Warning", c.HEADLESS_SERVICE_CREATION_FAILED_REASON, err.message)
                     raise
-        errors = await self._parallel(self._create_job(js, j) for j in result.create_jobs)
+        errors = await self._parallel(self._create_job(j) for j in result.create_jobs)
         for job in result.suspend_jobs:
             jmeta = job.get("metadata") or {}
             await self.api.merge_patch(_jobs_path(namespace, jmeta.get("name")), {"spec": {"suspend": True}})
@@ -197,16 +197,15 @@ class JobSetController:
             failures += [r for r in results if isinstance(r, BaseException)]
         return failures
 
-    async def _create_job(self, js: JsonDict, job: JsonDict) -> None:
+    async def _create_job(self, job: JsonDict) -> None:
+        """Upstream records no event for a failed create (``JobCreationFailed`` is declared in its
+        constants but never used): the error is logged and the JobSet retried."""
         namespace = job["metadata"]["namespace"]
         try:
             await self.api.create(_jobs_path(namespace), job)
         except ApiError as err:
-            if err.already_exists:
-                return
-            message = f'job "{job["metadata"]["name"]}" creation failed with error: {err.message}'
-            self._event(js, "Warning", c.JOB_CREATION_FAILED_REASON, message)
-            raise
+            if not err.already_exists:
+                raise
 
     async def _delete_job(self, job: JsonDict) -> None:
         jmeta = job.get("metadata") or {}
