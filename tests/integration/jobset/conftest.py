@@ -1,9 +1,16 @@
-"""Fixtures: the embedded API server with the JobSet CRD, a node agent, the binder, the batch/v1
-Job controller and the JobSet controller: JobSets run as real local processes."""
+"""Fixtures: a plane that runs JobSets as real local processes, in two variants (`api`'s params):
+
+* ``embedded``: the embedded API server with the JobSet CRD, a node agent, the binder, the batch/v1
+  Job controller and kubetrain's JobSet controller;
+* ``upstream``: a real control plane (kube-controller-manager's Job controller), `kubetrain node`
+  and upstream's JobSet controller with its webhooks (`upstream_plane`), opted in with
+  ``KUBETRAIN_JOBSET_UPSTREAM=1`` (one plane for the session), so the same tests check that ours
+  behaves as upstream's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +25,39 @@ from kubetrain.embedded.scheduler import Binder
 from kubetrain.kube.client import core_path, group_path
 from tests.polling import wait_for
 
+from .upstream_plane import OPT_IN, UpstreamJobSetPlane, upstream_plane, wanted
+
 JsonDict = dict[str, Any]
 
 
-@pytest.fixture
-async def api(tmp_path: Path) -> AsyncIterator[KubeAPI]:
-    """A client of a plane that runs JobSets (server, CRD, node, binder, both controllers)."""
+@pytest.fixture(scope="session")
+def upstream_jobset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamJobSetPlane]:
+    if not wanted():
+        pytest.skip(f"upstream's JobSet controller runs with {OPT_IN}=1")
+    with upstream_plane(tmp_path_factory.mktemp("upstream-jobset")) as plane:
+        yield plane
+
+
+@pytest.fixture(params=["embedded", "upstream"])
+async def api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[KubeAPI]:
+    """A client of a plane that runs JobSets."""
+    if request.param == "upstream":
+        plane: UpstreamJobSetPlane = request.getfixturevalue("upstream_jobset")
+        client = await KubeAPI.from_kubeconfig(str(plane.kubeconfig))
+        try:
+            yield client
+        finally:
+            items, _ = await client.list(jobsets_path("default"))
+            for js in items:
+                await client.delete(jobsets_path("default", js["metadata"]["name"]))
+            await client.close()
+        return
+    async for client in _embedded(tmp_path):
+        yield client
+
+
+async def _embedded(tmp_path: Path) -> AsyncIterator[KubeAPI]:
+    """Server, CRD, node, binder, both controllers."""
     server = EmbeddedAPIServer()
     await server.start(port=0)
     client = KubeAPI.for_url(server.url, token=server.token, ssl_context=server.client_ssl_context())
