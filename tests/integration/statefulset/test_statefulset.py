@@ -327,3 +327,17 @@ async def test_defaults_are_kubernetes(kube: KubeClient, ns: str, field: str) ->
     assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
     assert spec["revisionHistoryLimit"] == 10
     assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
+
+
+async def test_the_scale_subresource_scales_the_set(kube: KubeClient, ns: str) -> None:
+    """`kubectl scale statefulset` patches spec.replicas through /scale; the controller follows."""
+    await kube.create(statefulset("scl", 1, policy="Parallel", node_selector=NOWHERE), namespace=ns)
+    await wait_pods(kube, ns, "scl", {"scl-0"})
+    scale = await kube.request("GET", kube.resource("apps/v1", "StatefulSet").path(ns, "scl", "scale"))
+    assert scale["kind"] == "Scale"
+    assert scale["spec"]["replicas"] == 1
+    patch = {"spec": {"replicas": 3}}
+    await kube.merge_patch("apps/v1", "StatefulSet", ns, "scl", patch, subresource="scale")
+    await wait_pods(kube, ns, "scl", {"scl-0", "scl-1", "scl-2"})
+    sts = await wait_status(kube, ns, "scl", replicas=3)
+    assert sts["status"]["observedGeneration"] == sts["metadata"]["generation"] == 2

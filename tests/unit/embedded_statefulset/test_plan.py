@@ -169,3 +169,11 @@ def test_revision_names_hash_the_template_as_kubernetes_does() -> None:
     assert revision["metadata"]["labels"] == {"app": "cnt", "controller.kubernetes.io/hash": "688b4b657"}
     assert rev.new_revision(cnt, 1, 1)["metadata"]["name"] != "cnt-688b4b657"  # a collision renames
     assert rev.template_of(revision) == template
+
+
+def test_volume_claim_templates_become_empty_dirs_of_the_same_name() -> None:
+    """The local plane provisions no PVCs (docs/differences.md): each claim is an emptyDir."""
+    claimed = make_set(1, volumeClaimTemplates=[{"metadata": {"name": "data"}, "spec": {}}])
+    claimed["spec"]["template"]["spec"]["volumes"] = [{"name": "data", "hostPath": {"path": "/x"}}]
+    made = new_pod(claimed, claimed["spec"]["template"], 0, "web-a")
+    assert made["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]
