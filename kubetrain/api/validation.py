@@ -120,6 +120,11 @@ def webhook_name(info: KindInfo) -> str:
     return f"validator.{info.singular}.training-operator.kubeflow.org"
 
 
+def webhook_path(info: KindInfo) -> str:
+    """controller-runtime's generated path, e.g. `/validate-kubeflow-org-v1-pytorchjob`."""
+    return f"/validate-{info.group.replace('.', '-')}-{info.version}-{info.kind.lower()}"
+
+
 def denied_message(info: KindInfo, errors: ErrorList) -> str:
     """What kubectl prints when the validating webhook denies a request
     (docs/upstream-behaviour.md#validation)."""

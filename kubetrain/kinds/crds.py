@@ -7,11 +7,10 @@ them for the kustomize tree; `--check` is the drift test CI runs.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from kubetrain.api.crds import drift, generate
+from kubetrain.api.crds import generate
+from kubetrain.kinds.generated import command
 from kubetrain.kinds.registry import REGISTRY, all_versions
 
 COMMAND = "python -m kubetrain.kinds.crds"
@@ -52,22 +51,8 @@ def generate_tree() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", metavar="DIR", type=Path, help="write the CRD files into DIR")
-    mode.add_argument("--check", metavar="DIR", type=Path, help="exit 1 if the files in DIR are stale")
-    args = parser.parse_args(argv)
-    files = generate_tree()
-    if args.write is not None:
-        args.write.mkdir(parents=True, exist_ok=True)
-        for name, text in sorted(files.items()):
-            (args.write / name).write_text(text, encoding="utf-8")
-            print(f"wrote {args.write / name}")
-        return 0
-    stale = drift(args.check, files)
-    for name in stale:
-        print(f"stale: {args.check / name} (run: {COMMAND} --write {args.check})")
-    return 1 if stale else 0
+    doc = __doc__.splitlines()[0]
+    return command(COMMAND, doc, "the CRD files", lambda _directory: generate_tree(), argv)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,16 @@
-"""`python -m kubetrain.kinds.rbac --write|--check MANIFESTS`: the job-kind rules of the operator's RBAC.
+"""The job-kind rules of the operator's RBAC, generated from the registry.
 
 The operator must be allowed to read and update every registered kind, its status and its
 finalizers; those three rules per API group are generated from the registry into the roles that
 grant the operator its work (`TARGETS`), so a new kind is granted by registering it. The rest of
 each file (its comment, metadata and the rules for pods, services and the other children) stays
 hand-written: the generator replaces only the leading rules it wrote (each group's three, in its
-shape), and writes them in the file's own line width so regenerating an unchanged registry changes no byte.
-`--check` is the drift test `scripts/test` runs.
+shape), and writes them in the file's own line width so regenerating an unchanged registry changes no byte
+(`python -m kubetrain.kinds.manifests --write|--check manifests`).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +20,6 @@ import yaml
 
 from kubetrain.api.kinds import KindInfo
 from kubetrain.kinds.registry import SERVED_KINDS
-
-COMMAND = "python -m kubetrain.kinds.rbac"
 
 JOB_VERBS = ("get", "list", "watch", "update", "patch", "delete")
 """The jobs themselves: read through the cache, updated (finalizers, metadata), deleted (TTL)."""
@@ -125,33 +121,3 @@ def generate(manifests: Path, kinds: Iterable[KindInfo] | None = None) -> dict[s
     """Target path (relative to `manifests`) -> its text with the registry's job-kind rules."""
     rules = job_rules(SERVED_KINDS.values() if kinds is None else kinds)
     return {t.path: splice((manifests / t.path).read_text(encoding="utf-8"), rules, t.width) for t in TARGETS}
-
-
-def drift(manifests: Path, kinds: Iterable[KindInfo] | None = None) -> list[str]:
-    """The target paths whose committed job-kind rules are not the registry's."""
-    return [
-        path
-        for path, text in generate(manifests, kinds).items()
-        if (manifests / path).read_text(encoding="utf-8") != text
-    ]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", metavar="MANIFESTS", type=Path, help="rewrite the job rules in MANIFESTS")
-    mode.add_argument("--check", metavar="MANIFESTS", type=Path, help="exit 1 if they are stale")
-    args = parser.parse_args(argv)
-    if args.write is not None:
-        for path, text in generate(args.write).items():
-            (args.write / path).write_text(text, encoding="utf-8")
-            print(f"wrote {args.write / path}")
-        return 0
-    stale = drift(args.check)
-    for path in stale:
-        print(f"stale: {args.check / path} (run: {COMMAND} --write {args.check})")
-    return 1 if stale else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

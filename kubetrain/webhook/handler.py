@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kubetrain.api.kinds import KindInfo
-from kubetrain.api.validation import aggregate, validate_raw_with_warnings, webhook_name
+from kubetrain.api.validation import aggregate, validate_raw_with_warnings, webhook_name, webhook_path
 from kubetrain.kinds import registry as kind_registry
 from kubetrain.webhook.review import (
     CONNECT,
@@ -46,11 +46,6 @@ DEPRECATED_KINDS: dict[str, str] = {
     reg.kind: reg.admission_warning for reg in kind_registry.REGISTRY if reg.admission_warning
 }
 """Admission warnings added for every CREATE/UPDATE of a kind, whatever its validity."""
-
-
-def webhook_path(info: KindInfo) -> str:
-    """controller-runtime's generated path, e.g. `/validate-kubeflow-org-v1-pytorchjob`."""
-    return f"/validate-{info.group.replace('.', '-')}-{info.version}-{info.kind.lower()}"
 
 
 def routes(kinds: Iterable[KindInfo] | None = None) -> dict[str, KindInfo]:

@@ -1,6 +1,7 @@
-"""The per-kind parts of the manifests tree come from the registry: the CRDs' kustomization and the
-operator's RBAC rules for every kind, its status and its finalizers; what is committed is what the
-generators write, so a new kind is listed and granted by registering it."""
+"""The per-kind parts of the manifests tree come from the registry: the CRDs' kustomization, the
+operator's RBAC rules for every kind, its status and its finalizers, and the validating webhooks;
+what is committed is what the generators write, so a new kind is listed, granted and admitted by
+registering it."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from kubetrain.kinds import crds, rbac
-from kubetrain.kinds.registry import SERVED_KINDS
+from kubetrain.kinds import crds, manifests, rbac, webhooks
+from kubetrain.kinds.registry import SERVED_KINDS, webhook_kinds
+from kubetrain.webhook.provisioner import DEFAULT_NAMESPACE, DEFAULT_SERVICE_NAME
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
 
@@ -30,7 +32,7 @@ def test_the_kustomization_lists_every_crd_file_and_names_shared_crds() -> None:
 
 
 def test_the_committed_rbac_grants_exactly_the_registered_kinds() -> None:
-    assert rbac.drift(MANIFESTS) == [], f"stale: run {rbac.COMMAND} --write manifests"
+    assert manifests.drift(MANIFESTS) == [], f"stale: run {manifests.COMMAND} --write manifests"
     for target in rbac.TARGETS:
         role = yaml.safe_load((MANIFESTS / target.path).read_text(encoding="utf-8"))
         granted = {
@@ -45,10 +47,10 @@ def test_check_names_the_stale_role(tmp_path: Path) -> None:
     tree = tmp_path / "manifests"
     victim = tree / rbac.TARGETS[1].path
     victim.write_text(victim.read_text().replace("mxjobs, ", ""), encoding="utf-8")
-    assert rbac.drift(tree) == [rbac.TARGETS[1].path]
-    assert rbac.main(["--check", str(tree)]) == 1
-    assert rbac.main(["--write", str(tree)]) == 0
-    assert rbac.drift(tree) == []
+    assert manifests.drift(tree) == [rbac.TARGETS[1].path]
+    assert manifests.main(["--check", str(tree)]) == 1
+    assert manifests.main(["--write", str(tree)]) == 0
+    assert manifests.drift(tree) == []
     assert victim.read_text() == (MANIFESTS / rbac.TARGETS[1].path).read_text()
 
 
@@ -73,3 +75,22 @@ def test_a_new_kind_is_granted_in_its_own_group_and_the_rest_is_kept() -> None:
         rbac.splice(committed, rbac.job_rules(kinds), 100), rbac.job_rules(SERVED_KINDS.values()), 100
     )
     assert again == committed
+
+
+def test_every_webhook_kind_has_its_entry_and_its_namespace_patch() -> None:
+    infos = webhook_kinds()
+    for target in webhooks.TARGETS:
+        doc = yaml.safe_load((MANIFESTS / target.path).read_text(encoding="utf-8"))
+        assert [hook["name"] for hook in doc["webhooks"]] == [target.entry(i)["name"] for i in infos]
+    assert (webhooks.SERVICE_NAME, webhooks.SERVICE_NAMESPACE) == (DEFAULT_SERVICE_NAME, DEFAULT_NAMESPACE)
+
+
+def test_a_new_webhook_kind_gets_its_entry(tmp_path: Path) -> None:
+    foo = replace(SERVED_KINDS["JAXJob"], kind="FooJob", plural="foojobs", singular="foojob")
+    files = webhooks.generate(MANIFESTS, [*webhook_kinds(), foo])
+    hooks = yaml.safe_load(files["base/webhook.yaml"])["webhooks"]
+    assert hooks[-1]["name"] == "validator.foojob.training-operator.kubeflow.org"
+    assert hooks[-1]["clientConfig"]["service"]["path"] == "/validate-kubeflow-org-v1-foojob"
+    assert hooks[-1]["rules"][0]["resources"] == ["foojobs"]
+    patch = yaml.safe_load(files["overlays/single-namespace/webhook-namespace-selector.yaml"])["webhooks"]
+    assert patch[-1]["name"] == hooks[-1]["name"] and "namespaceSelector" in patch[-1]
