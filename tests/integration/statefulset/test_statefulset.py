@@ -297,24 +297,34 @@ async def test_deleting_the_set_deletes_its_pods_and_revisions(kube: KubeClient,
     await wait_for(no_revisions, TIMEOUT, "the set's ControllerRevisions deleted")
 
 
-async def test_events_name_each_pod_created(kube: KubeClient, ns: str) -> None:
+async def test_events_name_each_pod_created_and_deleted(kube: KubeClient, ns: str) -> None:
     await kube.create(statefulset("ev", 2, policy="Parallel", node_selector=NOWHERE), namespace=ns)
     await wait_pods(kube, ns, "ev", {"ev-0", "ev-1"})
+    await kube.merge_patch("apps/v1", "StatefulSet", ns, "ev", {"spec": {"replicas": 0}})
+    await wait_pods(kube, ns, "ev", set())
+    wanted = {
+        ("SuccessfulCreate", "Create Pod ev-0 in StatefulSet ev successful"),
+        ("SuccessfulCreate", "Create Pod ev-1 in StatefulSet ev successful"),
+        ("SuccessfulDelete", "Delete Pod ev-1 in StatefulSet ev successful"),
+        ("SuccessfulDelete", "Delete Pod ev-0 in StatefulSet ev successful"),
+    }
 
-    async def messages() -> set[str] | None:
-        events, _ = await kube.list("v1", "Event", ns)
-        seen = {
-            (e["reason"], e["message"])
-            for e in events
-            if e["involvedObject"]["kind"] == "StatefulSet" and e["type"] == "Normal"
-        }
-        wanted = {
-            ("SuccessfulCreate", "Create Pod ev-0 in StatefulSet ev successful"),
-            ("SuccessfulCreate", "Create Pod ev-1 in StatefulSet ev successful"),
-        }
-        return {m for _, m in seen} if wanted <= seen else None
+    async def events() -> bool:
+        seen, _ = await kube.list("v1", "Event", ns)
+        ours = {(e["reason"], e["message"]) for e in seen if e["involvedObject"]["kind"] == "StatefulSet"}
+        return wanted <= ours
 
-    await wait_for(messages, TIMEOUT, "SuccessfulCreate events")
+    await wait_for(events, TIMEOUT, "SuccessfulCreate and SuccessfulDelete events")
+    sts = await wait_status(kube, ns, "ev", replicas=0, observedGeneration=2)
+    status = sts["status"]  # Go's omitempty drops the zero counts, not replicas/availableReplicas
+    assert set(status) == {
+        "observedGeneration",
+        "replicas",
+        "availableReplicas",
+        "currentRevision",
+        "updateRevision",
+        "collisionCount",
+    }
 
 
 @pytest.mark.parametrize("field", ["podManagementPolicy"])
