@@ -30,6 +30,7 @@ per field.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kubetrain.api.codec import type_name
@@ -159,6 +160,19 @@ def elastic_bounds(errs: ErrorList, policy: Any) -> None:
         errs.append(invalid(f"{base}.maxReplicas", high, f"must be less than or equal to {MAX_REPLICAS}"))
     if low is not None and high is not None and 0 <= high < low:
         errs.append(invalid(f"{base}.minReplicas", low, f"must be less than or equal to {base}.maxReplicas"))
+
+
+def elastic_workers(spec_type: type) -> Callable[[Any, str], int | None]:
+    """A `KindRules.scaled_replicas` for a kind whose spec (of `spec_type`) has an `elastic_policy`:
+    its Workers may scale to the policy's `maxReplicas`."""
+
+    def scaled(spec: Any, canonical: str) -> int | None:
+        if canonical != "Worker" or not isinstance(spec, spec_type):
+            return None
+        policy: Any = getattr(spec, "elastic_policy", None)
+        return policy.max_replicas if policy else None
+
+    return scaled
 
 
 def _max_index(job: TrainingJob, info: KindInfo, canonical: str, rspec: ReplicaSpec) -> int | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from kubetrain.api.defaults import default_elastic_policy
 from kubetrain.api.fielderrors import ErrorList
-from kubetrain.api.guards import elastic_bounds
+from kubetrain.api.guards import elastic_bounds, elastic_workers
 from kubetrain.api.kinds import RESTART_ON_FAILURE, KindInfo, KindRules
 from kubetrain.api.types import I32, REQUIRED, JsonDict, ReplicaSpec, RunPolicy, extra_keys, wire
 
@@ -41,13 +41,6 @@ def _spec_defaults(spec: Any) -> None:
         spec.elastic_policy = default_elastic_policy(spec.elastic_policy, spec.replica_specs or {})
 
 
-def _elastic_workers(spec: Any, canonical: str) -> int | None:
-    """The Workers the elastic policy may scale to."""
-    if canonical == "Worker" and isinstance(spec, PaddleJobSpec) and spec.elastic_policy:
-        return spec.elastic_policy.max_replicas
-    return None
-
-
 PADDLEJOB = KindInfo(
     kind="PaddleJob",
     plural="paddlejobs",
@@ -66,6 +59,6 @@ PADDLEJOB = KindInfo(
         quote_container_name=True,
         spec_checks=_spec_checks,
         spec_defaults=_spec_defaults,
-        scaled_replicas=_elastic_workers,
+        scaled_replicas=elastic_workers(PaddleJobSpec),
     ),
 )

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubetrain.api.defaults import default_elastic_policy
 from kubetrain.api.fielderrors import ErrorList, ValidationResult, forbidden, invalid, required
-from kubetrain.api.guards import elastic_bounds, enum
+from kubetrain.api.guards import elastic_bounds, elastic_workers, enum
 from kubetrain.api.kinds import RESTART_ON_FAILURE, KindInfo, KindRules
 from kubetrain.api.types import I32, REQUIRED, JsonDict, ReplicaSpec, RunPolicy, TrainingJob, extra_keys, wire
 
@@ -108,13 +108,6 @@ def _spec_defaults(spec: Any) -> None:
         spec.nproc_per_node = DEFAULT_NPROC_PER_NODE
 
 
-def _elastic_workers(spec: Any, canonical: str) -> int | None:
-    """The Workers the elastic policy may scale to."""
-    if canonical == "Worker" and isinstance(spec, PyTorchJobSpec) and spec.elastic_policy:
-        return spec.elastic_policy.max_replicas
-    return None
-
-
 PYTORCHJOB = KindInfo(
     kind="PyTorchJob",
     plural="pytorchjobs",
@@ -135,6 +128,6 @@ PYTORCHJOB = KindInfo(
         after_replica=_replica_count,
         spec_checks=_spec_checks,
         spec_defaults=_spec_defaults,
-        scaled_replicas=_elastic_workers,
+        scaled_replicas=elastic_workers(PyTorchJobSpec),
     ),
 )
