@@ -24,11 +24,11 @@ anonymous.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 from collections.abc import Awaitable, Callable
-from urllib.parse import urlsplit
 
 from aiohttp import web
+
+from kubetrain.kube.loopback import LoopbackNames
 
 from . import errors
 from .jsonutil import dumps
@@ -37,8 +37,6 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 PUBLIC_INFO_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 """The nonResourceURLs of kube-apiserver's ``system:public-info-viewer`` ClusterRole."""
-
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
 def unauthorized() -> errors.APIError:
@@ -54,26 +52,6 @@ def _answer(err: errors.APIError) -> web.Response:
     return web.Response(body=dumps(err.status()), status=err.code, content_type="application/json")
 
 
-def _hostname(authority: str) -> str:
-    """``host[:port]`` or ``[v6][:port]`` -> the lower-cased host without brackets ("" if malformed)."""
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        host, closed, rest = authority[1:].partition("]")
-        if not closed or (rest and not rest.startswith(":")):
-            return ""
-        port = rest[1:]
-    else:
-        host, _, port = authority.partition(":")
-    return host if port == "" or port.isdigit() else ""
-
-
-def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        return None
-
-
 class AccessControl:
     """The three checks above, as one aiohttp middleware; ``token`` is the credential to accept."""
 
@@ -81,18 +59,10 @@ class AccessControl:
         if not token:
             raise ValueError("the embedded API server needs a non-empty bearer token")
         self._token = token.encode()
-        names = {h.lower() for h in (*LOOPBACK_NAMES, listen_host)}
-        self._names = frozenset(names)
-        self._ips = frozenset(ip for ip in map(_ip, names) if ip is not None)
-
-    def loopback(self, hostname: str) -> bool:
-        """Whether a Host/Origin hostname is one of the server's loopback names (any IP spelling)."""
-        return hostname in self._names or _ip(hostname) in self._ips
+        self._loopback = LoopbackNames([listen_host])
 
     def host_error(self, host: str | None) -> errors.APIError | None:
-        if host is None:  # HTTP/1.0 without Host: no browser sends that
-            return None
-        if self.loopback(_hostname(host)):
+        if self._loopback.host_allowed(host):
             return None
         return _forbidden(
             f'host "{host}" is not allowed: the local plane answers requests for 127.0.0.1, localhost '
@@ -101,10 +71,7 @@ class AccessControl:
         )
 
     def origin_error(self, origin: str | None) -> errors.APIError | None:
-        if origin is None:
-            return None
-        parts = urlsplit(origin.strip())
-        if parts.scheme in ("http", "https") and self.loopback(_hostname(parts.netloc)):
+        if self._loopback.origin_allowed(origin):
             return None
         return _forbidden(
             f'origin "{origin}" is not allowed: the local plane refuses requests sent by web pages '
