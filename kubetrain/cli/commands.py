@@ -28,6 +28,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("create", "submit", "create the jobs of files (-f FILE, a directory, or - for stdin)"),
     Command("apply", "submit", "create or update the jobs of files by server-side apply (-f FILE)"),
     Command("history", "history", "list past jobs the local plane recorded; `history show NAME` shows one"),
+    Command(
+        "dashboard",
+        "dashboard",
+        "serve the web dashboard (jobs, replicas' logs and loss curves, history) for any cluster",
+    ),
     Command("logs", "logs", "print the logs of a job's replicas, or of one pod"),
     Command("delete", "manage", "delete a job and its pods"),
     Command("wait", "manage", "block until a job reaches a condition"),

@@ -18,6 +18,14 @@ from pathlib import Path
 from kubetrain.api.kinds import KindInfo
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, positive_float, run_async
+from kubetrain.cli.dashboard import (
+    add_dashboard_port,
+    open_in_browser,
+    serving_line,
+    start_for_plane,
+    stop_for_plane,
+    valid_port,
+)
 from kubetrain.cli.datadir import PODS_DIR, STATE_FILE, DataDirLock, default_data_dir
 from kubetrain.cli.history import add_history_bounds, history_store
 from kubetrain.cli.narrate import QUIET_AFTER, PodNarrator
@@ -97,10 +105,20 @@ def register(sub: SubParsers) -> None:
     add_network_option(run)
     add_node_size_options(run)
     add_gang_scheduler_option(run)
+    dashboard = run.add_argument_group("web dashboard (loopback only)")
+    dashboard.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="serve the web dashboard while the job runs, print its page's URL and open it in a browser "
+        "when there is a display (it stops when run exits; --keep keeps it)",
+    )
+    add_dashboard_port(dashboard)
     run.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.dashboard and not valid_port(args.dashboard_port):
+        return 2
     loaded = load_one(args.file)  # invalid input: exit 2 before starting anything
     for warning in loaded.warnings:
         err.print(f"Warning: {warning}", style="yellow", markup=False)
@@ -147,15 +165,17 @@ class JobRun:
         working_dir = Path.cwd() if self.args.file == STDIN else Path(self.args.file).resolve().parent
         data_dir = self.state.parent if self.state else default_data_dir()
         pods_dir = data_dir / PODS_DIR
+        history = history_store(data_dir / HISTORY_FILE, self.args)
         plane = LocalPlane(
             working_dir=working_dir,
             network=self.args.network,
             state_file=self.state,
             node_size=node_size(self.args),
             gang_scheduler_name=self.args.gang_scheduler_name,
-            history=history_store(data_dir / HISTORY_FILE, self.args),
+            history=history,
             pods_dir=pods_dir,
         )
+        dashboard = None
         async with Interrupts() as interrupts:
             self.interrupts = interrupts
             try:
@@ -168,6 +188,13 @@ class JobRun:
                 if interrupts.first.is_set():
                     return interrupts.exit_code
                 await plane.ensure_namespace(self.namespace)
+                if self.args.dashboard:
+                    dashboard = await start_for_plane(
+                        plane, history.path if history else None, self.args.dashboard_port
+                    )
+                    url = dashboard.job_url(self.namespace, self.info.kind, self.name)
+                    err.print(serving_line(dashboard, self.args.dashboard_port, url), markup=False)
+                    open_in_browser(url)
                 client = plane.client(self.namespace)
                 try:
                     return await self._session(plane, client, interrupts)
@@ -175,6 +202,7 @@ class JobRun:
                     await client.close()
             finally:
                 err.print("stopping the local plane ...", style="dim", markup=False)
+                await stop_for_plane(dashboard)
                 await plane.stop()
                 self._name_outputs(pods_dir)
 

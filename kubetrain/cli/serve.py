@@ -18,6 +18,13 @@ from pathlib import Path
 
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out, run_async
+from kubetrain.cli.dashboard import (
+    add_dashboard_port,
+    serving_line,
+    start_for_plane,
+    stop_for_plane,
+    valid_port,
+)
 from kubetrain.cli.datadir import PODS_DIR, STATE_FILE, DataDirLock, default_data_dir
 from kubetrain.cli.history import add_history_bounds, history_store
 from kubetrain.cli.nodesize import NodeSize, add_node_size_options, node_size
@@ -59,6 +66,9 @@ def register(sub: SubParsers) -> None:
     add_network_option(up)
     add_node_size_options(up)
     add_gang_scheduler_option(up)
+    dashboard = up.add_argument_group("web dashboard (jobs, logs, loss curves, history; loopback only)")
+    add_dashboard_port(dashboard)
+    dashboard.add_argument("--no-dashboard", action="store_true", help="serve no web dashboard")
     up.set_defaults(handler=_up)
 
 
@@ -91,6 +101,8 @@ def _up(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         err.print(f"invalid --port {args.port}: use 1-65535, or 0 for a free port", style="red", markup=False)
         return 2
+    if not valid_port(args.dashboard_port):
+        return 2
     workdir = Path(args.workdir).expanduser().resolve()
     if not workdir.is_dir():
         err.print(f"invalid --workdir {workdir}: not a directory", style="red", markup=False)
@@ -101,6 +113,7 @@ def _up(args: argparse.Namespace) -> int:
             lock.reset()
         state = data_dir / STATE_FILE
         size = node_size(args)
+        history = history_store(data_dir / HISTORY_FILE, args)
         return run_async(
             _serve(
                 args.port,
@@ -111,8 +124,9 @@ def _up(args: argparse.Namespace) -> int:
                 state,
                 size,
                 args.gang_scheduler_name,
-                history_store(data_dir / HISTORY_FILE, args),
+                history,
                 data_dir / PODS_DIR,
+                None if args.no_dashboard else args.dashboard_port,
             )
         )
 
@@ -128,7 +142,9 @@ async def _serve(
     gang_scheduler_name: str = "",
     history: HistoryStore | None = None,
     pods_dir: Path | None = None,
+    dashboard_port: int | None = None,
 ) -> int:
+    """`dashboard_port` None: no dashboard."""
     plane = LocalPlane(
         port=port,
         working_dir=workdir,
@@ -139,6 +155,7 @@ async def _serve(
         history=history,
         pods_dir=pods_dir,
     )
+    dashboard = None
     async with Interrupts() as interrupts:
         try:
             await plane.start()
@@ -149,19 +166,27 @@ async def _serve(
                     f"pods run in their own views of their jobs' directories, kept in {pods_dir}",
                     markup=False,
                 )
-            await serve_until_interrupted(plane, kubeconfig, namespace, interrupts)
+            line = None
+            if dashboard_port is not None:
+                dashboard = await start_for_plane(plane, history.path if history else None, dashboard_port)
+                line = serving_line(dashboard, dashboard_port)
+            await serve_until_interrupted(plane, kubeconfig, namespace, interrupts, line)
             return 0
         finally:
+            await stop_for_plane(dashboard)
             await plane.stop()
 
 
 async def serve_until_interrupted(
-    plane: LocalPlane, kubeconfig: str, namespace: str, interrupts: Interrupts
+    plane: LocalPlane, kubeconfig: str, namespace: str, interrupts: Interrupts, dashboard: str | None = None
 ) -> None:
-    """Write the kubeconfig, say how to use it, wait for Ctrl-C/SIGTERM, remove the file."""
+    """Write the kubeconfig, say how to use it (and `dashboard`, the dashboard's line), wait for
+    Ctrl-C/SIGTERM, remove the file."""
     path = Path(kubeconfig).expanduser()
     written = plane.write_kubeconfig(path, namespace)
     out.print(f"kubetrain plane serving at {plane.url}", style="bold", markup=False)
+    if dashboard is not None:
+        out.print(dashboard, style="bold", markup=False)
     out.print(f"kubeconfig written to {written}; use it with:", markup=False)
     out.print(f"  export KUBECONFIG={written}", markup=False)
     out.print(
