@@ -21,13 +21,15 @@ from kubetrain.dashboard.views import JobKey, job_key, key_text
 from kubetrain.history.recorder import JOB_NAME_LABELS
 from kubetrain.kube.client import KubeAPI
 from kubetrain.kube.informer import Informer
+from kubetrain.kube.tasks import cancel_and_wait
 
 JsonDict = dict[str, Any]
 
 JOBS = "jobs"
 """The topic of the jobs page: its keys are jobs' keys."""
 SYNC_SECONDS = 30.0
-"""How long `start` waits for the first lists (a kind whose CRD is missing never lists)."""
+"""How long the first lists may take before pages are served what arrived (a kind whose CRD is
+missing never lists, a forbidden one neither)."""
 
 
 def job_topic(key: str) -> str:
@@ -51,6 +53,7 @@ class LiveState:
         self._events: dict[str, dict[str, JsonDict]] = {}
         """Events by the uid of the object they are about."""
         self._informers: list[Informer] = []
+        self._task: asyncio.Task[None] | None = None
         self.synced = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -60,6 +63,11 @@ class LiveState:
         return f"{prefix}{where}/{plural}"
 
     async def start(self) -> None:
+        """Start mirroring, in the background: pages wait for `synced` (a cluster that is slow to
+        list, or forbids a list, must not keep the dashboard from serving)."""
+        self._task = asyncio.create_task(self._run(), name="dashboard live state")
+
+    async def _run(self) -> None:
         jobs = [
             Informer(
                 self.api,
@@ -82,9 +90,17 @@ class LiveState:
         for informer in informers:
             informer.start()
             self._informers.append(informer)
-        await asyncio.wait([asyncio.ensure_future(i.synced.wait()) for i in informers], timeout=SYNC_SECONDS)
+        waiters = [asyncio.ensure_future(i.synced.wait()) for i in informers]
+        try:
+            await asyncio.wait(waiters, timeout=SYNC_SECONDS)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
 
     async def stop(self) -> None:
+        if self._task is not None:
+            await cancel_and_wait([self._task])
+            self._task = None
         for informer in self._informers:
             await informer.stop()
         self._informers = []

@@ -310,6 +310,7 @@ class JobView {
     this.logs = new Map();
     this.series = new Map();
     this.selectedLog = null;
+    this.pickedLog = false;
     this.chartsDirty = false;
     this.head = h("div", { id: "job-head", class: "job-head" });
     this.banner = h("div", { id: "job-banner" });
@@ -336,6 +337,10 @@ class JobView {
     );
     app.replaceChildren(this.head, this.banner, this.body);
     window.addEventListener("resize", () => this.drawChartsSoon());
+    // A running job's timeline grows with the clock, not only when the job changes.
+    setInterval(() => {
+      if (this.job && !this.job.finished && !this.job.deleted) this.drawTimeline();
+    }, 5000);
   }
 
   setJob(job) {
@@ -469,12 +474,16 @@ class JobView {
       }
       if (!redraw && this.logTab(buffer) === this.selectedLog) this.appendLog(chunk);
     }
-    if (this.selectedLog === null) this.selectedLog = this.defaultTab();
+    if (!this.pickedLog) this.selectedLog = this.defaultTab();
     if (redraw || this.selectedLog !== selectedBefore) this.drawLogs();
   }
 
+  // The lead replica's main container (a master, chief or launcher, else the first by name), until
+  // the user picks a tab.
   defaultTab() {
-    const main = [...this.logs.values()].filter((b) => !b.init).sort((a, b) => a.replica.localeCompare(b.replica));
+    const lead = (b) => (/^(master|chief|launcher)/.test(b.replica) ? 0 : 1);
+    const main = [...this.logs.values()].filter((b) => !b.init)
+      .sort((a, b) => lead(a) - lead(b) || a.replica.localeCompare(b.replica));
     const first = main[0] || [...this.logs.values()][0];
     return first ? this.logTab(first) : null;
   }
@@ -500,6 +509,7 @@ class JobView {
     this.logTabs.replaceChildren(...tabs.map((tab) => {
       const button = h("button", { type: "button", role: "tab", class: "tab", "data-tab": tab, "aria-selected": String(tab === this.selectedLog) }, tab);
       button.addEventListener("click", () => {
+        this.pickedLog = true;
         this.selectedLog = tab;
         this.drawLogs();
       });
