@@ -7,7 +7,8 @@ may not import each other.
 from __future__ import annotations
 
 WORKDIR = "kubetrain.io/workdir"
-"""Where a local node runs the containers of a pod that set no `workingDir`: the directory of the
-job file it came from. `kubetrain create/apply -f`, `kubetrain run` and `Client.create(path)` set
-it on the job and on each pod template (pods carry their template's annotations), unless the job
-already names one; kubectl users may write it themselves. A cluster's kubelet ignores it."""
+"""The job directory of a pod whose containers set no `workingDir`: the directory of the job file it
+came from, whose entries a local node shows in the pod's own working directory. `kubetrain
+create/apply -f`, `kubetrain run` and `Client.create(path)` set it on the job and on each pod
+template (pods carry their template's annotations), unless the job already names one; kubectl users
+may write it themselves. A cluster's kubelet ignores it."""

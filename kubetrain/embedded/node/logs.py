@@ -3,8 +3,9 @@
 Each container instance (each restart) writes ``<pod dir>/logs/<container>/<restart>.log`` with
 one record per line, ``<RFC3339Nano> <stdout|stderr> <F|P> <text>``, as CRI runtimes do: the
 timestamp makes ``timestamps`` and ``sinceSeconds`` exact, and P marks a line split because it was
-too long or the stream ended without a newline. Files outlive the process, so ``previous`` and
-logs of finished pods keep working until the pod is deleted.
+too long or the stream ended without a newline; a read joins a stream's P records with the rest
+of their line (`_Lines`), so the other stream's lines never land inside one. Files outlive the
+process, so ``previous`` and logs of finished pods keep working until the pod is deleted.
 
 Disk use is bounded as the kubelet bounds it (`LogPolicy`: containerLogMaxSize 10Mi,
 containerLogMaxFiles 5): a file about to pass the size is renamed ``<restart>.log.<timestamp>``
@@ -157,12 +158,41 @@ async def pump(reader: asyncio.StreamReader, stream: str, out: LogWriter) -> Non
         )
 
 
-def _render(record: bytes, timestamps: bool) -> bytes:
-    ts, _, rest = record.partition(b" ")
-    _stream, _, rest = rest.partition(b" ")
-    tag, _, text = rest.partition(b" ")
-    text = text.rstrip(b"\n") + (b"" if tag == b"P" else b"\n")
-    return ts + b" " + text if timestamps else text
+class _Lines:
+    """Renders records as lines, joining each stream's partial (``P``) records with the rest of
+    their line: a line cut at MAX_LINE is read whole, never with the other stream's line inside it
+    (a reader as the kubelet's writes the parts as they come). A joined line carries its first
+    record's timestamp; a stream's unterminated end is given out by `flush`."""
+
+    def __init__(self, timestamps: bool) -> None:
+        self.timestamps = timestamps
+        self._held: dict[bytes, tuple[bytes, bytearray]] = {}
+
+    def render(self, record: bytes) -> bytes:
+        ts, _, rest = record.partition(b" ")
+        stream, _, rest = rest.partition(b" ")
+        tag, _, text = rest.partition(b" ")
+        text = text.rstrip(b"\n")
+        held = self._held.get(stream)
+        if tag == b"P":
+            if held is None:
+                self._held[stream] = (ts, bytearray(text))
+            else:
+                held[1].extend(text)
+            return b""
+        if held is not None:
+            del self._held[stream]
+            ts, text = held[0], bytes(held[1]) + text
+        return self._line(ts, text + b"\n")
+
+    def flush(self) -> bytes:
+        """The partial lines still held (streams that ended without a newline), oldest first."""
+        out = b"".join(self._line(ts, bytes(text)) for ts, text in sorted(self._held.values()))
+        self._held.clear()
+        return out
+
+    def _line(self, ts: bytes, text: bytes) -> bytes:
+        return ts + b" " + text if self.timestamps else text
 
 
 def _tail_offset(fh: BinaryIO, lines: int) -> int:
@@ -224,6 +254,7 @@ async def read_log(log: LogFile, options: LogOptions) -> AsyncIterator[bytes]:
     budget = options.limit_bytes
     cutoff = format_nanotime(time.time() - options.since_seconds).encode() if options.since_seconds else None
     pending = b""
+    lines = _Lines(options.timestamps)
     async for data in _raw(log, options):
         pending += data
         *records, pending = pending.split(b"\n")
@@ -231,7 +262,7 @@ async def read_log(log: LogFile, options: LogOptions) -> AsyncIterator[bytes]:
         for record in records:
             if not record or (cutoff is not None and record[: len(cutoff)] < cutoff):
                 continue
-            out += _render(record, options.timestamps)
+            out += lines.render(record)
         if out:
             if budget is not None:
                 out = out[:budget]
@@ -239,6 +270,9 @@ async def read_log(log: LogFile, options: LogOptions) -> AsyncIterator[bytes]:
             yield bytes(out)
             if budget is not None and budget <= 0:
                 return
+    rest = lines.flush()
+    if rest:
+        yield rest if budget is None else rest[:budget]
 
 
 class NodeLogProvider:
