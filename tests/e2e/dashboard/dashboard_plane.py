@@ -25,7 +25,7 @@ from tests.procscan import processes_with
 REPO = Path(__file__).resolve().parents[3]
 MARKER_ENV = "KUBETRAIN_DASHBOARD_E2E_MARKER"
 INSTALL_HINT = (
-    "install them with `apt-get install -y chromium` (scripts/install-system-deps) and "
+    "install them with `apt-get install -y chromium` (scripts/install-system-deps --tests) and "
     "`pip install -r requirements-e2e.txt` (playwright; no `playwright install`)"
 )
 DASHBOARD_LINE = re.compile(r"^dashboard: (http://127\.0\.0\.1:\d+/)", re.MULTILINE)
