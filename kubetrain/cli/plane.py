@@ -27,7 +27,7 @@ from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.apiserver.admission import AdmissionRequest, AdmissionResult
 from kubetrain.embedded.apiserver.persistence import PersistenceError
 from kubetrain.embedded.jobcontroller import JobController
-from kubetrain.embedded.jobset import JobSetController, jobset_crd
+from kubetrain.embedded.jobset import JobSetController, jobset_admission, jobset_crd
 from kubetrain.embedded.node import KubeAPI, NetworkUnavailable, NodeAgent, NodeConfig
 from kubetrain.embedded.node.network import NetworkMode
 from kubetrain.embedded.podgroups import podgroup_crds
@@ -169,7 +169,7 @@ class LocalPlane:
         self.operator_workers = operator_workers
         try:
             self.server = EmbeddedAPIServer(
-                admission=[kubeflow_admission], state_file=state_file, plain_http=True
+                admission=[kubeflow_admission, jobset_admission], state_file=state_file, plain_http=True
             )
         except PersistenceError as exc:
             raise PlaneError(str(exc)) from None

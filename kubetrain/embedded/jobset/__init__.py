@@ -9,10 +9,12 @@ plane has none, so this package is one, generic like the rest of ``kubetrain.emb
   the Jobs and headless Service built from a JobSet;
 * `children`, `conditions`, `success_policy`, `failure_policy`, `startup_policy`, `ttl`: one
   module per policy, pure functions;
-* `reconcile`: one pass as a pure ``plan()``; `controller`: the watches and the writes.
+* `reconcile`: one pass as a pure ``plan()``; `controller`: the watches and the writes;
+* `validation`: upstream's validating webhook, as an admission plugin of the plane's API server.
 """
 
 from .controller import JobSetController
 from .crd import JOBSET_VERSION, jobset_crd
+from .validation import jobset_admission
 
-__all__ = ["JOBSET_VERSION", "JobSetController", "jobset_crd"]
+__all__ = ["JOBSET_VERSION", "JobSetController", "jobset_admission", "jobset_crd"]

@@ -18,7 +18,7 @@ import pytest
 
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.jobcontroller import JobController
-from kubetrain.embedded.jobset import JobSetController, jobset_crd
+from kubetrain.embedded.jobset import JobSetController, jobset_admission, jobset_crd
 from kubetrain.embedded.jobset.controller import jobsets_path
 from kubetrain.embedded.node import KubeAPI, NodeAgent, NodeConfig
 from kubetrain.embedded.scheduler import Binder
@@ -58,7 +58,7 @@ async def api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[K
 
 async def _embedded(tmp_path: Path) -> AsyncIterator[KubeAPI]:
     """Server, CRD, node, binder, both controllers."""
-    server = EmbeddedAPIServer()
+    server = EmbeddedAPIServer(admission=[jobset_admission])
     await server.start(port=0)
     client = KubeAPI.for_url(server.url, token=server.token, ssl_context=server.client_ssl_context())
     await client.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", jobset_crd())
