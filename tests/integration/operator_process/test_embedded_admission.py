@@ -20,6 +20,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.rest import ApiException
 
 from kubetrain.cli.plane import LocalPlane, kubeflow_admission
+from kubetrain.embedded.jobset import jobset_admission
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.jobs import job
@@ -125,5 +126,5 @@ async def test_kubectl_prints_admission_warnings(kubeconfig: Path, crds: None) -
     assert "Warning: kubeflow.org/v1 MXJob is deprecated" in result.stderr
 
 
-def test_the_local_plane_registers_the_kubeflow_plugin() -> None:
-    assert LocalPlane().server.rest.admission.plugins == [kubeflow_admission]
+def test_the_local_plane_registers_the_kubeflow_and_jobset_plugins() -> None:
+    assert LocalPlane().server.rest.admission.plugins == [kubeflow_admission, jobset_admission]
