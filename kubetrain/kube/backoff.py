@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import random
 
-_SHARED_RNG = random.Random()
-"""One generator for every Backoff: seeding a new Random (os.urandom) per API request cost ~0.3 ms."""
+from .rng import RNG
 
 
 class Backoff:
@@ -27,7 +26,7 @@ class Backoff:
         self.cap = cap
         self.factor = factor
         self.jitter = jitter
-        self._rng = rng or _SHARED_RNG
+        self._rng = rng or RNG
         self.attempt = 0
 
     def next(self) -> float:

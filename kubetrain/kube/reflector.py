@@ -20,13 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import AsyncGenerator, Awaitable
 from typing import Any, Protocol
 
 from kubetrain.kube.backoff import Backoff
 from kubetrain.kube.errors import ApiError
+from kubetrain.kube.rng import RNG
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class Reflector:
 
     async def _watch(self) -> None:
         self.watches += 1
-        timeout = random.randint(self.watch_timeout, 2 * self.watch_timeout)
+        timeout = RNG.randint(self.watch_timeout, 2 * self.watch_timeout)
         events = self.source.watch(self.resource_version, timeout)
         async with contextlib.aclosing(events):  # release the connection even on early exit
             async for event in events:

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from kubetrain.kube.errors import ApiError
+from kubetrain.kube.rng import RNG
 from kubetrain.kube.timefmt import format_microtime
 
 log = logging.getLogger(__name__)
@@ -297,7 +297,7 @@ class LeaderElector:
                 log.info("successfully acquired lease %s", self._describe())
                 return
             period = self.config.retry_period
-            await asyncio.sleep(period + random.random() * JITTER_FACTOR * period)
+            await asyncio.sleep(period + RNG.random() * JITTER_FACTOR * period)
 
     async def _renew(self) -> None:
         while True:

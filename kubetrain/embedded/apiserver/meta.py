@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import random
 import re
 import time
 from typing import Any
@@ -17,6 +16,7 @@ from kubetrain.kube.names import (
     is_label_value,
     qualified_name_errors,
 )
+from kubetrain.kube.rng import RNG
 from kubetrain.kube.timefmt import format_time
 
 from .errors import FieldError
@@ -47,7 +47,7 @@ def later(seconds: int) -> str:
 def generate_name(prefix: str) -> str:
     """``names.SimpleNameGenerator``: the prefix (cut to fit 63 chars) plus 5 random characters."""
     prefix = prefix[:58]
-    return prefix + "".join(random.choices(_ALPHANUMS, k=5))
+    return prefix + "".join(RNG.choices(_ALPHANUMS, k=5))
 
 
 def validate_name(kind: str, name: str, namespace: str | None) -> list[FieldError]:
