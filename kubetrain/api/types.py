@@ -34,6 +34,8 @@ _QUEUE_RULE = {"message": QUEUE_IMMUTABLE, "rule": "self == oldSelf"}
 _REQUIRED = {"required": True}
 REQUIRED = _REQUIRED
 """Schema hint of a field the CRD requires."""
+DATE_TIME = _DATE_TIME
+"""Schema hint of a timestamp field (RFC 3339)."""
 
 
 def wire(
@@ -161,15 +163,14 @@ class JobSpec(Protocol):
 
 
 @dataclass
-class TrainingJob:
-    """A job of any v1 kind. `metadata` is the raw ObjectMeta; `spec` is the kind's spec type."""
+class Envelope:
+    """What every job object starts with, whatever its kind and era: `apiVersion`, `kind` and the
+    raw ObjectMeta, with the name accessors the planners use. A kind's envelope adds its `spec`,
+    `status` and `extra`, in that order (the wire order of every kind's objects)."""
 
     api_version: str = wire("apiVersion", default="")
     kind: str = wire("kind", default="")
     metadata: JsonDict = wire("metadata", factory=dict)
-    spec: JobSpec | None = wire("spec")
-    status: JobStatus | None = wire("status")
-    extra: JsonDict = _extra()
 
     @property
     def name(self) -> str:
@@ -182,6 +183,15 @@ class TrainingJob:
     @property
     def uid(self) -> str:
         return meta_string(self.metadata, "uid")
+
+
+@dataclass
+class TrainingJob(Envelope):
+    """A job of any v1 kind. `metadata` is the raw ObjectMeta; `spec` is the kind's spec type."""
+
+    spec: JobSpec | None = wire("spec")
+    status: JobStatus | None = wire("status")
+    extra: JsonDict = _extra()
 
     @property
     def replica_specs(self) -> dict[str, ReplicaSpec | None]:

@@ -10,36 +10,12 @@ Unknown keys are kept in `extra`, so old manifests round-trip unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from kubetrain.api.types import I32, I64, JobCondition, JsonDict, meta_string, wire
-
-_DATE_TIME = {"format": "date-time"}
-_REQUIRED = {"required": True}
-
-
-def _extra() -> Any:
-    return field(default_factory=dict, metadata={"extra": True}, repr=False, compare=True)
-
-
-class _Envelope:
-    """Name accessors shared by the two envelopes (their `metadata` is the raw ObjectMeta)."""
-
-    metadata: JsonDict
-
-    @property
-    def name(self) -> str:
-        return meta_string(self.metadata, "name")
-
-    @property
-    def namespace(self) -> str:
-        return meta_string(self.metadata, "namespace") or "default"
-
-    @property
-    def uid(self) -> str:
-        return meta_string(self.metadata, "uid")
-
+from kubetrain.api.types import DATE_TIME as _DATE_TIME
+from kubetrain.api.types import I32, I64, Envelope, JobCondition, JsonDict, wire
+from kubetrain.api.types import REQUIRED as _REQUIRED
+from kubetrain.api.types import extra_keys as _extra
 
 # ---- ChainerJob ---------------------------------------------------------------------------------
 
@@ -102,10 +78,7 @@ class ChainerJobStatus:
 
 
 @dataclass
-class ChainerJob(_Envelope):
-    api_version: str = wire("apiVersion", default="")
-    kind: str = wire("kind", default="")
-    metadata: JsonDict = wire("metadata", factory=dict)
+class ChainerJob(Envelope):
     spec: ChainerJobSpec | None = wire("spec")
     status: ChainerJobStatus | None = wire("status")
     extra: JsonDict = _extra()
@@ -172,10 +145,7 @@ class Caffe2JobStatus:
 
 
 @dataclass
-class Caffe2Job(_Envelope):
-    api_version: str = wire("apiVersion", default="")
-    kind: str = wire("kind", default="")
-    metadata: JsonDict = wire("metadata", factory=dict)
+class Caffe2Job(Envelope):
     spec: Caffe2JobSpec | None = wire("spec")
     status: Caffe2JobStatus | None = wire("status")
     extra: JsonDict = _extra()

@@ -12,10 +12,9 @@ also makes them the marker of a job written as v2beta1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from kubetrain.api.types import I32, JsonDict, ReplicaSpec, RunPolicy, wire
+from kubetrain.api.types import I32, REQUIRED, JsonDict, ReplicaSpec, RunPolicy, extra_keys, wire
 
 LAUNCHER = "Launcher"
 WORKER = "Worker"
@@ -31,11 +30,8 @@ MPICH = "MPICH"
 MPI_IMPLEMENTATIONS = (OPENMPI, INTEL, MPICH)
 
 ROOT_SSH_PATH = "/root/.ssh"
-_REQUIRED = {"required": True}
-
-
-def _extra() -> Any:
-    return field(default_factory=dict, metadata={"extra": True}, repr=False, compare=True)
+_REQUIRED = REQUIRED
+_extra = extra_keys
 
 
 @dataclass

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubetrain.api.conditions import FALSE, TRUE, get_condition, is_finished
+from kubetrain.api.conditions import (
+    FALSE,
+    MPI_OPERATOR_RULES,
+    TRUE,
+    get_condition,
+    is_finished,
+    set_condition,
+)
 from kubetrain.api.kinds import COND_FAILED, COND_RUNNING, COND_SUCCEEDED, COND_SUSPENDED
 from kubetrain.api.types import JobCondition, JobStatus, ReplicaStatus
 from kubetrain.api.types_mpi import LAUNCHER, WORKER
-from kubetrain.controller.mpi.conditions import set_condition
 from kubetrain.controller.names import JsonDict, meta, name_of
 from kubetrain.controller.owned import OwnedObjects, as_dict, exit_detail, job_condition
 from kubetrain.controller.pods import phase
@@ -70,7 +76,7 @@ def update_status(sync: OwnedObjects, status: JobStatus, inputs: StatusInputs, s
     key = f"{inputs.namespace}/{inputs.name}"
 
     def cond(cond_type: str, cond_status: str, reason: str, message: str) -> bool:
-        return set_condition(status, cond_type, cond_status, reason, message, stamp)
+        return set_condition(status, cond_type, cond_status, reason, message, stamp, MPI_OPERATOR_RULES)
 
     if inputs.suspended:
         if cond(COND_SUSPENDED, TRUE, "MPIJobSuspended", "MPIJob suspended"):

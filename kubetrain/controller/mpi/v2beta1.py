@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kubetrain.api.conditions import TRUE, is_finished
+from kubetrain.api.conditions import MPI_OPERATOR_RULES, TRUE, is_finished, set_condition
 from kubetrain.api.defaults_mpi import default_v2
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import CLEAN_POD_ALL, CLEAN_POD_RUNNING, COND_CREATED, LABEL_JOB_ROLE, KindInfo
@@ -30,7 +30,6 @@ from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.job import JobKind
 from kubetrain.controller.mpi import v2_objects as objects
 from kubetrain.controller.mpi import v2_podgroup as podgroup
-from kubetrain.controller.mpi.conditions import set_condition
 from kubetrain.controller.mpi.ssh import KeyGen
 from kubetrain.controller.mpi.v2_status import StatusInputs, update_status
 from kubetrain.controller.names import (
@@ -88,7 +87,7 @@ class MPIV2Kind(JobKind[TrainingJob, JobStatus]):
         if ctx.status.conditions:
             return
         message = f"MPIJob {ctx.namespace}/{ctx.name} is created."
-        set_condition(ctx.status, COND_CREATED, TRUE, "MPIJobCreated", message, ctx.stamp)
+        set_condition(ctx.status, COND_CREATED, TRUE, "MPIJobCreated", message, ctx.stamp, MPI_OPERATOR_RULES)
         ctx.event("Normal", "MPIJobCreated", message)
         ctx.metric(METRIC_CREATED, {})
 
