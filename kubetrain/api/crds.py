@@ -114,7 +114,7 @@ def _superset_specs(entries: list[dict[str, Any]]) -> None:
     server prunes fields unknown to the version a request uses: without the superset, editing a
     job through the other version would silently drop its version-specific fields. Fields taken
     from another version carry no default, so a version's defaults (and only its own) are what
-    a write through it adds (see kubetrain.api.conversion_mpi).
+    a write through it adds (see kubetrain.kinds.mpijob.conversion).
     """
     specs = [e["schema"]["openAPIV3Schema"]["properties"]["spec"] for e in entries]
     for spec in specs:

@@ -3,8 +3,9 @@
 The api layer parses, defaults, validates and renders the CRD of any kind from its `KindInfo`
 (docs/upstream-behaviour.md#api-surface), received as a parameter; it defines no kind itself. The
 six `kubeflow.org/v1` replica-spec kinds describe themselves in their framework packages
-(`kubetrain/frameworks/<name>/wire.py`), the others in `kinds_mpi.py`, and `kubetrain.kinds`
-lists them. The labels, conditions and policies every kind shares are here.
+(`kubetrain/frameworks/<name>/wire.py`), the kinds with planners of their own (MPIJob, ChainerJob,
+Caffe2Job) in their packages of `kubetrain.kinds` (`kubetrain/kinds/<name>/wire.py`), and
+`kubetrain.kinds.registry` lists them all. The labels, conditions and policies every kind shares are here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from kubetrain.api.fielderrors import ErrorList, ValidationResult
 
 GROUP = "kubeflow.org"
 V1 = "v1"
+V1ALPHA1 = "v1alpha1"
+"""The version of the archived kinds (ChainerJob, Caffe2Job)."""
 API_VERSION = f"{GROUP}/{V1}"
 
 # Labels and values shared by every kind (docs/upstream-behaviour.md#labels).

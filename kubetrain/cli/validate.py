@@ -2,9 +2,9 @@
 
 The six generic kinds are checked with the upstream webhook's rules. MPIJob (v1 and v2beta1),
 ChainerJob and Caffe2Job have no webhook upstream, so they are checked with the rules their
-controllers apply (`kubetrain.api.validation_mpi`): what would make the operator refuse the job
-(a Warning `ValidationError` event, or a v1 MPIJob failed with `MPIJobFailedValidation`) is
-reported here before the job is ever applied.
+controllers apply (their registrations' `problems`, `kubetrain/kinds/<kind>/validation.py`): what
+would make the operator refuse the job (a Warning `ValidationError` event, or a v1 MPIJob failed
+with `MPIJobFailedValidation`) is reported here before the job is ever applied.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ MPIJob (v1 and v2beta1), ChainerJob and Caffe2Job get no webhook, as upstream: t
 validate (mpi-operator: a Warning `ValidationError` event and nothing else; training-operator's
 v1 MPIJob: Failed with `MPIJobFailedValidation`), and `kubetrain validate` runs the same checks
 offline. A webhook would have to pick one of the two MPIJob versions' rule sets for a request
-whose mechanics the conversion rule decides later (`kubetrain.api.conversion_mpi`), and would put
+whose mechanics the conversion rule decides later (`kubetrain.kinds.mpijob.conversion`), and would put
 the operator in the path of every MPIJob write, including Kueue's v2beta1 ones, which
 mpi-operator never did. So `routes()` serves the kinds whose registration says `webhook` (the
 six generic kinds).

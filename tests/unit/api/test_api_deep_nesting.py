@@ -14,10 +14,10 @@ from api_builders import valid_job
 from kubetrain.api.codec import decode, encode, json_clone
 from kubetrain.api.defaults import apply_defaults
 from kubetrain.api.jobs import parse_job
-from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import aggregate, validate_raw
-from kubetrain.api.validation_mpi import validate_extra
+from kubetrain.kinds.mpijob.validation import problems as mpijob_problems
+from kubetrain.kinds.mpijob.wire import parse as parse_mpijob
 from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kube import jsonsafe
 from tests.nesting import DEPTHS, depth_of, nested
@@ -78,10 +78,10 @@ def test_mpi_jobs_report_depth(version: str, depth: int) -> None:
             },
         },
     }
-    job, info, errors = parse_extra_job(raw)
+    job, info, errors = parse_mpijob(raw)
     assert job is not None and info is not None
     assert any("nesting too deep" in str(e) for e in errors)
-    validate_extra(job, info.version)  # must not raise
+    mpijob_problems(job, info)  # must not raise
 
 
 def test_decode_with_odd_strings_never_raises() -> None:

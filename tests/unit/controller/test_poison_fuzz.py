@@ -17,14 +17,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from kubetrain.api.defaults import apply_defaults
-from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.api.validation import aggregate, validate_raw
-from kubetrain.api.validation_mpi import validate_extra
 from kubetrain.controller.config import ControllerConfig
-from kubetrain.controller.mpi import plan as mpi_plan
 from kubetrain.controller.plan import CreateObject, Observed, PatchObject
+from kubetrain.kinds.mpijob.planner import plan as mpi_plan
 from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
-from kubetrain.kinds.registry import plan
+from kubetrain.kinds.registry import plan, registration_for
 from kubetrain.kube import jsonsafe
 from kubetrain.runtime.transport import _decode, _encode
 from kubetrain.runtime.trim import trim_generic
@@ -50,9 +48,11 @@ def _through_the_operator(raw: dict[str, Any]) -> None:
     wire = _decode(_encode(raw))  # what the reflector receives: surrogates already U+FFFD
     job = trim_generic(wire)
     if job.get("kind") in EXTRA_KINDS:
-        parsed, info, errors = parse_extra_job(job)
+        reg = registration_for(job.get("kind"))
+        assert reg is not None and reg.problems is not None
+        parsed, info, errors = reg.parse(job)
         if parsed is not None and info is not None:
-            validate_extra(parsed, info.version)
+            reg.problems(parsed, info)
         result = mpi_plan(job, Observed(), NOW, CONFIG, keygen=lambda: (b"private", b"public"))
     else:
         parsed, info, errors = validate_raw(job, kinds=KINDS)

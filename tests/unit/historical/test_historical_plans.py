@@ -8,10 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.api.codec import encode
-from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed, PatchObject, Plan
-from kubetrain.kinds.registry import plan, watched_children
+from kubetrain.kinds.registry import plan, registration_for, watched_children
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 UID = "hist-uid"
@@ -212,7 +211,9 @@ def test_caffe2_pods_env_and_status() -> None:
 
 def test_historical_kinds_round_trip_and_validate() -> None:
     for raw in (chainer(), caffe2()):
-        job, info, errors = parse_extra_job(raw)
+        reg = registration_for(raw["kind"])
+        assert reg is not None
+        job, info, errors = reg.parse(raw)
         assert job is not None and info is not None and not errors and encode(job) == raw
     bad = caffe2()
     del bad["spec"]["replicaSpecs"]

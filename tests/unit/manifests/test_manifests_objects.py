@@ -17,9 +17,10 @@ from kustomize_lite import render
 from kubetrain.api.validation import webhook_name
 from kubetrain.cli import operator as cli_operator
 from kubetrain.cli.main import build_parser
-from kubetrain.controller import chainer, mpi
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed
+from kubetrain.kinds.chainerjob import planner as chainer
+from kubetrain.kinds.mpijob import planner as mpi
 from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kinds.registry import SERVED_KINDS
 from kubetrain.runtime.health import BindAddress

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubetrain.controller.config import ControllerConfig
-from kubetrain.controller.mpi import plan
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
+from kubetrain.kinds.mpijob.planner import plan
 from kubetrain.kube.timefmt import format_time
 
 JsonDict = dict[str, Any]

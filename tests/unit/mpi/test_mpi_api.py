@@ -12,15 +12,22 @@ import yaml
 from mpi_builders import v1_job, v2_job
 
 from kubetrain.api.codec import encode
-from kubetrain.api.conversion_mpi import API_VERSION_ANNOTATION, convert, has_v2beta1_markers, written_version
-from kubetrain.api.defaults_mpi import default_v1, default_v2
 from kubetrain.api.jobs import load_documents
-from kubetrain.api.kinds_mpi import EXTRA_KINDS, parse_extra_job, v1_spec, v2_spec
 from kubetrain.api.types import TrainingJob
-from kubetrain.api.types_mpi import MPIJobV1Spec, MPIJobV2Spec
-from kubetrain.api.validation_mpi import validate_extra, validate_v1, validate_v2
 from kubetrain.embedded.apiserver.schema import apply_defaults, prune
 from kubetrain.kinds import crds as kind_crds
+from kubetrain.kinds.mpijob.conversion import (
+    API_VERSION_ANNOTATION,
+    convert,
+    has_v2beta1_markers,
+    written_version,
+)
+from kubetrain.kinds.mpijob.defaults import default_v1, default_v2
+from kubetrain.kinds.mpijob.types import MPIJobV1Spec, MPIJobV2Spec
+from kubetrain.kinds.mpijob.validation import validate_v1, validate_v2
+from kubetrain.kinds.mpijob.wire import parse as parse_mpijob
+from kubetrain.kinds.mpijob.wire import v1_spec, v2_spec
+from kubetrain.kinds.registry import BY_KIND, registration_for
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_DIR = REPO / "manifests" / "crds"
@@ -42,7 +49,7 @@ def api_server_write(obj: dict[str, Any], version: str) -> dict[str, Any]:
 
 
 def parse(raw: dict[str, Any]) -> TrainingJob:
-    job, _, errors = parse_extra_job(raw)
+    job, _, errors = parse_mpijob(raw)
     assert not errors and isinstance(job, TrainingJob)
     return job
 
@@ -151,7 +158,15 @@ def test_historical_crd_names() -> None:
         "RuntimeID"
         in caffe2["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     )
-    assert len(EXTRA_KINDS) == 4
+    versions = [
+        (i.kind, i.version) for kind in ("MPIJob", "ChainerJob", "Caffe2Job") for i in BY_KIND[kind].versions
+    ]
+    assert versions == [
+        ("MPIJob", "v1"),
+        ("MPIJob", "v2beta1"),
+        ("ChainerJob", "v1alpha1"),
+        ("Caffe2Job", "v1alpha1"),
+    ]
 
 
 # ---- defaults ----------------------------------------------------------------------------------
@@ -266,10 +281,12 @@ def test_there_are_examples_for_every_kind() -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_examples_parse_round_trip_and_validate(path: Path) -> None:
     for doc in load_documents(path.read_text(encoding="utf-8")):
-        job, info, errors = parse_extra_job(doc)
+        reg = registration_for(doc["kind"])
+        assert reg is not None and reg.problems is not None
+        job, info, errors = reg.parse(doc)
         assert job is not None and info is not None and not errors
         assert encode(job) == doc
-        assert validate_extra(job, info.version) == []
+        assert reg.problems(job, info) == []
         for version in ("v1", "v2beta1") if doc["kind"] == "MPIJob" else ():
             prune(served := convert(doc, version), schema(version), root=True)
             assert served["spec"] == doc["spec"]  # nothing pruned through either endpoint

@@ -21,8 +21,8 @@ from mpi_builders import (
 )
 
 from kubetrain.controller.config import ControllerConfig
-from kubetrain.controller.mpi import plan
 from kubetrain.controller.plan import PatchObject
+from kubetrain.kinds.mpijob.planner import plan
 
 LABELS = {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": "pi"}
 OWNER = {
@@ -441,7 +441,7 @@ def test_ssh_keys_generated_only_when_absent() -> None:
 
 
 def test_real_key_pair_format() -> None:
-    from kubetrain.controller.mpi.ssh import generate_key_pair
+    from kubetrain.kinds.mpijob.ssh import generate_key_pair
 
     private, public = generate_key_pair()
     assert private.startswith(b"-----BEGIN EC PRIVATE KEY-----\n")

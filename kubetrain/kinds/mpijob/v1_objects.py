@@ -12,13 +12,13 @@ from typing import Any
 
 from kubetrain.api.codec import json_clone
 from kubetrain.api.kinds import JOB_ROLE_MASTER, LABEL_JOB_ROLE, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from kubetrain.api.types_mpi import LAUNCHER, WORKER
 from kubetrain.controller import gang
 from kubetrain.controller.context import JobReconcile
-from kubetrain.controller.mpi import hostfile
 from kubetrain.controller.names import JsonDict, job_labels
 from kubetrain.controller.owned import LABEL_APP, as_dict
 from kubetrain.controller.pods import pod_restart_policy
+from kubetrain.kinds.mpijob import hostfile
+from kubetrain.kinds.mpijob.types import LAUNCHER, WORKER
 
 CONFIG_SUFFIX = "-config"
 LAUNCHER_SUFFIX = "-launcher"

@@ -1,6 +1,6 @@
-"""Validation of MPIJob (v1 and v2beta1), ChainerJob and Caffe2Job with upstream's messages.
+"""Validation of MPIJob (v1 and v2beta1) with upstream's messages.
 
-None of these kinds has an admission webhook upstream; their controllers validate:
+Neither version has an admission webhook upstream; their controllers validate:
 
 * v2beta1 (mpi-operator, docs/upstream-behaviour.md#mpijob-v2beta1-validation): field errors on
   the *defaulted* job; the controller reports them in a Warning `ValidationError` event and does
@@ -8,37 +8,33 @@ None of these kinds has an admission webhook upstream; their controllers validat
 * v1 (training-operator, docs/upstream-behaviour.md#mpijob-v1): `ValidateV1MpiJobSpec` returns
   the first problem as one plain message, checked on the job as the user wrote it; kubetrain fails
   the job with it (as the generic path does with `<Kind>FailedValidation`).
-* ChainerJob and Caffe2Job: the structure their controllers dereference without checking
-  (a nil master, a template without containers), reported as field errors instead of a crash.
 
-`validate_extra` gives every kind's problems as messages, for `kubetrain validate`-like callers.
+`problems` gives a job's problems as messages, for `kubetrain validate`-like callers.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from kubetrain.api.defaults_mpi import default_v2
 from kubetrain.api.fielderrors import ErrorList, ErrorType, FieldError, invalid, not_supported, required
-from kubetrain.api.kinds import CLEAN_POD_POLICIES, MULTIKUEUE_CONTROLLER, RESTART_NEVER, RESTART_ON_FAILURE
-from kubetrain.api.kinds_mpi import MPI_OPERATOR_CONTROLLER, ExtraJob, v1_spec, v2_spec
+from kubetrain.api.kinds import (
+    CLEAN_POD_POLICIES,
+    MULTIKUEUE_CONTROLLER,
+    RESTART_NEVER,
+    RESTART_ON_FAILURE,
+    KindInfo,
+)
+from kubetrain.api.standalone import NON_NEGATIVE as _NON_NEGATIVE
+from kubetrain.api.standalone import containers as _containers
 from kubetrain.api.types import ReplicaSpec, RunPolicy, TrainingJob
-from kubetrain.api.types_historical import Caffe2Job, ChainerJob
-from kubetrain.api.types_mpi import LAUNCHER, MPI_IMPLEMENTATIONS, MPI_REPLICA_TYPES, WORKER
+from kubetrain.kinds.mpijob.defaults import default_v2
+from kubetrain.kinds.mpijob.types import LAUNCHER, MPI_IMPLEMENTATIONS, MPI_REPLICA_TYPES, WORKER
+from kubetrain.kinds.mpijob.wire import MPI_OPERATOR_CONTROLLER, v1_spec, v2_spec
 from kubetrain.kube.names import is_dns1035_label
 
 V2_MANAGERS = (MPI_OPERATOR_CONTROLLER, MULTIKUEUE_CONTROLLER)
 V2_RESTART_POLICIES = (RESTART_NEVER, RESTART_ON_FAILURE)
 MAX_MANAGED_BY_LENGTH = 63
 VALIDATION_EVENT_LIMIT = 1024
-_NON_NEGATIVE = "must be greater than or equal to 0"
 _AT_LEAST_ONE = "must be greater than or equal to 1"
-
-
-def _containers(template: Any) -> list[Any]:
-    spec = template.get("spec") if isinstance(template, dict) else None
-    containers = spec.get("containers") if isinstance(spec, dict) else None
-    return containers if isinstance(containers, list) else []
 
 
 def _sorted(values: tuple[str, ...]) -> list[str]:
@@ -181,61 +177,9 @@ def validate_v1(job: TrainingJob) -> str | None:
     return None
 
 
-# ---- historical kinds ---------------------------------------------------------------------------
-
-
-def _template(errs: ErrorList, path: str, template: Any) -> None:
-    if not _containers(template):
-        errs.append(required(f"{path}.template.spec.containers", "must define at least one container"))
-
-
-def validate_chainer(job: ChainerJob) -> ErrorList:
-    errs = ErrorList()
-    spec = job.spec
-    if spec is None or spec.master is None:
-        errs.append(required("spec.master"))
-        return errs
-    _template(errs, "spec.master", spec.master.template)
-    if spec.backend and spec.backend != "mpi":
-        errs.append(not_supported("spec.backend", spec.backend, ["mpi"]))
-    for name, wset in (spec.worker_sets or {}).items():
-        path = f"spec.workerSets[{name}]"
-        if wset is None:
-            errs.append(required(path))
-            continue
-        _template(errs, path, wset.template)
-        if wset.replicas is not None and wset.replicas < 0:
-            errs.append(invalid(f"{path}.replicas", wset.replicas, _NON_NEGATIVE))
-        reasons = is_dns1035_label(f"{job.name}-workerset-{name}")
-        if reasons:
-            detail = "workerset name must make a DNS-1035 label: " + ", ".join(reasons)
-            errs.append(invalid(path, name, detail))
-    return errs
-
-
-def validate_caffe2(job: Caffe2Job) -> ErrorList:
-    errs = ErrorList()
-    spec = job.spec
-    if spec is None or spec.replica_specs is None:
-        errs.append(required("spec.replicaSpecs"))
-        return errs
-    _template(errs, "spec.replicaSpecs", spec.replica_specs.template)
-    replicas = spec.replica_specs.replicas
-    if replicas is not None and replicas < 1:
-        errs.append(invalid("spec.replicaSpecs.replicas", replicas, "must be greater than or equal to 1"))
-    backend = spec.backend_specs.backend_type if spec.backend_specs is not None else None
-    if backend is not None and backend not in ("none", "redis", "nfs"):
-        errs.append(not_supported("spec.backendSpecs.backendType", backend, ["none", "redis", "nfs"]))
-    return errs
-
-
-def validate_extra(job: ExtraJob, version: str) -> list[str]:
-    """Every problem of a parsed job as messages (v2beta1 checked on its defaulted copy)."""
-    if isinstance(job, ChainerJob):
-        return list(validate_chainer(job).messages())
-    if isinstance(job, Caffe2Job):
-        return list(validate_caffe2(job).messages())
-    if version == "v1":
+def problems(job: TrainingJob, info: KindInfo) -> list[str]:
+    """Every problem of a parsed MPIJob as messages (v2beta1 checked on its defaulted copy)."""
+    if info.version == "v1":
         message = validate_v1(job)
         return [] if message is None else [message]
     return list(validate_v2(default_v2(job)).messages())

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.api.types import ReplicaSpec
-from kubetrain.api.types_mpi import LAUNCHER, WORKER
 from kubetrain.controller.config import SCHEDULER_PLUGINS_PODGROUP, VOLCANO_PODGROUP
-from kubetrain.controller.mpi.v2_objects import V2Job
 from kubetrain.controller.names import JsonDict, is_terminating, name_of, object_ref
 from kubetrain.controller.owned import OwnedObjects, as_dict
 from kubetrain.controller.plan import CreateObject, DeleteObject, PatchObject
+from kubetrain.kinds.mpijob.types import LAUNCHER, WORKER
+from kubetrain.kinds.mpijob.v2_objects import V2Job
 from kubetrain.kube.quantity import Quantity, add_resources, parse_quantity, same_resources
 
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"

@@ -15,7 +15,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubetrain.api.conditions import TRUE, has_condition, is_finished
-from kubetrain.api.defaults_mpi import default_v1
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import (
     COND_FAILED,
@@ -28,18 +27,19 @@ from kubetrain.api.kinds import (
     RESTART_ON_FAILURE,
     KindInfo,
 )
-from kubetrain.api.kinds_mpi import v1_spec
 from kubetrain.api.types import ReplicaStatus, TrainingJob
-from kubetrain.api.types_mpi import LAUNCHER, WORKER
-from kubetrain.api.validation_mpi import validate_v1
 from kubetrain.controller import cleanup, events, gang, limits
 from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.job import TrainingOperatorKind
-from kubetrain.controller.mpi import v1_objects as objects
 from kubetrain.controller.names import JsonDict, name_of, replica_type
 from kubetrain.controller.owned import POD, OwnedObjects, data_differ, exit_detail, rules_differ
 from kubetrain.controller.plan import CreateObject
 from kubetrain.controller.pods import phase, restart_count
+from kubetrain.kinds.mpijob import v1_objects as objects
+from kubetrain.kinds.mpijob.defaults import default_v1
+from kubetrain.kinds.mpijob.types import LAUNCHER, WORKER
+from kubetrain.kinds.mpijob.validation import validate_v1
+from kubetrain.kinds.mpijob.wire import v1_spec
 
 METRIC_CREATED = "training_operator_jobs_created_total"
 METRIC_SUCCESSFUL = "training_operator_jobs_successful_total"

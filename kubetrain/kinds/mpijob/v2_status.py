@@ -21,10 +21,10 @@ from kubetrain.api.conditions import (
 )
 from kubetrain.api.kinds import COND_FAILED, COND_RUNNING, COND_SUCCEEDED, COND_SUSPENDED
 from kubetrain.api.types import JobCondition, JobStatus, ReplicaStatus
-from kubetrain.api.types_mpi import LAUNCHER, WORKER
 from kubetrain.controller.names import JsonDict, meta, name_of
 from kubetrain.controller.owned import OwnedObjects, as_dict, exit_detail, job_condition
 from kubetrain.controller.pods import phase
+from kubetrain.kinds.mpijob.types import LAUNCHER, WORKER
 
 METRIC_SUCCESSFUL = "mpi_operator_jobs_successful_total"
 METRIC_FAILED = "mpi_operator_jobs_failed_total"

@@ -6,7 +6,7 @@ Byte-exact with upstream because images and user scripts parse them (`mpirun --h
 
 from __future__ import annotations
 
-from kubetrain.api.types_mpi import OPENMPI
+from kubetrain.kinds.mpijob.types import OPENMPI
 
 KUBECTL_DIR = "/opt/kube"
 

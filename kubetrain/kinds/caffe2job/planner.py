@@ -20,7 +20,6 @@ from datetime import datetime
 
 from kubetrain.api.codec import json_clone
 from kubetrain.api.conditions import TRUE, is_finished, set_condition
-from kubetrain.api.defaults_mpi import default_caffe2
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import (
     COND_CREATED,
@@ -31,10 +30,7 @@ from kubetrain.api.kinds import (
     LABEL_OPERATOR_NAME,
     KindInfo,
 )
-from kubetrain.api.kinds_mpi import CAFFE2JOB, parse_extra_job
 from kubetrain.api.types import JobStatus
-from kubetrain.api.types_historical import Caffe2Job, Caffe2JobStatus, Caffe2ReplicaStatus
-from kubetrain.api.validation_mpi import validate_caffe2
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.job import JobKind, run_job
@@ -42,6 +38,10 @@ from kubetrain.controller.names import JsonDict, is_controlled_by, labels_of
 from kubetrain.controller.owned import POD, OwnedObjects, as_dict
 from kubetrain.controller.plan import CreateObject, Observed, Plan
 from kubetrain.controller.pods import phase
+from kubetrain.kinds.caffe2job.defaults import default_caffe2
+from kubetrain.kinds.caffe2job.types import Caffe2Job, Caffe2JobStatus, Caffe2ReplicaStatus
+from kubetrain.kinds.caffe2job.validation import validate_caffe2
+from kubetrain.kinds.caffe2job.wire import CAFFE2JOB, parse
 from kubetrain.kube.timefmt import parse_time
 
 PORT = 2222
@@ -113,7 +113,7 @@ KIND = Caffe2Kind()
 
 
 def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
-    return run_job(KIND, job, parse_extra_job(job), observed, now, config)
+    return run_job(KIND, job, parse(job), observed, now, config)
 
 
 def _conditions(

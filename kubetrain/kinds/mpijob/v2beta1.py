@@ -19,19 +19,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubetrain.api.conditions import MPI_OPERATOR_RULES, TRUE, is_finished, set_condition
-from kubetrain.api.defaults_mpi import default_v2
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import CLEAN_POD_ALL, CLEAN_POD_RUNNING, COND_CREATED, LABEL_JOB_ROLE, KindInfo
-from kubetrain.api.kinds_mpi import MPI_OPERATOR_CONTROLLER, v2_spec
 from kubetrain.api.types import JobStatus, ReplicaStatus, TrainingJob
-from kubetrain.api.types_mpi import LAUNCHER_WAIT_FOR_WORKERS_READY, WORKER
-from kubetrain.api.validation_mpi import validate_v2, validation_event_message
 from kubetrain.controller.context import JobReconcile
 from kubetrain.controller.job import JobKind
-from kubetrain.controller.mpi import v2_objects as objects
-from kubetrain.controller.mpi import v2_podgroup as podgroup
-from kubetrain.controller.mpi.ssh import KeyGen
-from kubetrain.controller.mpi.v2_status import StatusInputs, update_status
 from kubetrain.controller.names import (
     JsonDict,
     controller_of,
@@ -51,6 +43,14 @@ from kubetrain.controller.owned import (
 )
 from kubetrain.controller.plan import CreateObject, DeleteObject, PatchObject
 from kubetrain.controller.pods import phase
+from kubetrain.kinds.mpijob import v2_objects as objects
+from kubetrain.kinds.mpijob import v2_podgroup as podgroup
+from kubetrain.kinds.mpijob.defaults import default_v2
+from kubetrain.kinds.mpijob.ssh import KeyGen
+from kubetrain.kinds.mpijob.types import LAUNCHER_WAIT_FOR_WORKERS_READY, WORKER
+from kubetrain.kinds.mpijob.v2_status import StatusInputs, update_status
+from kubetrain.kinds.mpijob.validation import validate_v2, validation_event_message
+from kubetrain.kinds.mpijob.wire import MPI_OPERATOR_CONTROLLER, v2_spec
 from kubetrain.kube.timefmt import format_time
 
 METRIC_CREATED = "mpi_operator_jobs_created_total"

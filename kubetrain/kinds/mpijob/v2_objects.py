@@ -15,16 +15,16 @@ from typing import Any
 
 from kubetrain.api.codec import json_clone
 from kubetrain.api.kinds import LABEL_JOB_NAME, LABEL_JOB_ROLE, LABEL_OPERATOR_NAME, LABEL_REPLICA_INDEX
-from kubetrain.api.kinds_mpi import MPI_OPERATOR_NAME
 from kubetrain.api.types import ReplicaSpec
-from kubetrain.api.types_mpi import INTEL, LAUNCHER, MPICH, OPENMPI, ROOT_SSH_PATH, WORKER, MPIJobV2Spec
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.gang import PLUGINS_POD_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_SCHEDULER
-from kubetrain.controller.mpi import hostfile
-from kubetrain.controller.mpi.ssh import KeyPair
 from kubetrain.controller.names import JsonDict
 from kubetrain.controller.owned import LABEL_APP, OwnedObjects
 from kubetrain.controller.pods import pod_restart_policy
+from kubetrain.kinds.mpijob import hostfile
+from kubetrain.kinds.mpijob.ssh import KeyPair
+from kubetrain.kinds.mpijob.types import INTEL, LAUNCHER, MPICH, OPENMPI, ROOT_SSH_PATH, WORKER, MPIJobV2Spec
+from kubetrain.kinds.mpijob.wire import MPI_OPERATOR_NAME
 
 CONFIG_SUFFIX = "-config"
 SSH_SUFFIX = "-ssh"

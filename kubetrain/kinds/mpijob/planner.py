@@ -1,6 +1,6 @@
 """MPIJob planning: one entry point for both API versions, each on its own mechanics.
 
-`plan()` decides which version a job was written in (`kubetrain.api.conversion_mpi`), freezes
+`plan()` decides which version a job was written in (`kubetrain.kinds.mpijob.conversion`), freezes
 that decision in the job's `kubeflow.org/mpi-api-version` annotation on first sight, and hands
 the job to the v1 (training-operator, kubectl exec) or v2beta1 (mpi-operator, SSH) planner.
 """
@@ -10,17 +10,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.conversion_mpi import API_VERSION_ANNOTATION, annotated_version
 from kubetrain.api.kinds import LABEL_OPERATOR_NAME
-from kubetrain.api.kinds_mpi import parse_extra_job
 from kubetrain.api.types import JobStatus, TrainingJob
 from kubetrain.api.validation import aggregate
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.job import JobKind, run_job
-from kubetrain.controller.mpi.ssh import KeyGen, generate_key_pair
-from kubetrain.controller.mpi.v1 import KIND as V1_KIND
-from kubetrain.controller.mpi.v2beta1 import MPIV2Kind
 from kubetrain.controller.plan import Event, ObjectRef, Observed, PatchObject, Plan
+from kubetrain.kinds.mpijob.conversion import API_VERSION_ANNOTATION, annotated_version
+from kubetrain.kinds.mpijob.ssh import KeyGen, generate_key_pair
+from kubetrain.kinds.mpijob.v1 import KIND as V1_KIND
+from kubetrain.kinds.mpijob.v2beta1 import MPIV2Kind
+from kubetrain.kinds.mpijob.wire import parse
 
 __all__ = ["CHILD_TYPES", "plan"]
 
@@ -35,7 +35,7 @@ def plan(
 ) -> Plan:
     """The plan for one MPIJob of either version (same contract as `reconciler.plan`); the v1
     launcher's kubectl image is the configured `mpi_kubectl_delivery_image`."""
-    decoded = parse_extra_job(job)
+    decoded = parse(job)
     parsed, info, errors = decoded
     if parsed is None or info is None or not isinstance(parsed, TrainingJob) or not parsed.name:
         return Plan()

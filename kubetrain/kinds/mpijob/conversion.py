@@ -42,7 +42,7 @@ import copy
 from typing import Any
 
 from kubetrain.api.kinds import GROUP, V1
-from kubetrain.api.types_mpi import V2BETA1_MARKERS
+from kubetrain.kinds.mpijob.types import V2BETA1_MARKERS
 
 V2BETA1 = "v2beta1"
 MPI_VERSIONS = (V1, V2BETA1)

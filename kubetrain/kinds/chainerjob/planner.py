@@ -14,12 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.codec import decode, json_clone
-from kubetrain.api.defaults_mpi import default_chainer
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, KindInfo
-from kubetrain.api.kinds_mpi import parse_extra_job
-from kubetrain.api.types_historical import ChainerJob, ChainerJobStatus, MPIConfig
-from kubetrain.api.validation_mpi import validate_chainer
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.job import JobKind, run_job
@@ -33,6 +29,10 @@ from kubetrain.controller.owned import (
     rules_differ,
 )
 from kubetrain.controller.plan import Observed, Plan
+from kubetrain.kinds.chainerjob.defaults import default_chainer
+from kubetrain.kinds.chainerjob.types import ChainerJob, ChainerJobStatus, MPIConfig
+from kubetrain.kinds.chainerjob.validation import validate_chainer
+from kubetrain.kinds.chainerjob.wire import parse
 
 LABEL_JOB = "chainerjob.kubeflow.org/name"
 LABEL_ROLE = "chainerjob.kubeflow.org/role"
@@ -183,7 +183,7 @@ KIND = ChainerKind()
 
 
 def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
-    return run_job(KIND, job, parse_extra_job(job), observed, now, config)
+    return run_job(KIND, job, parse(job), observed, now, config)
 
 
 def _object(sync: OwnedObjects, api_version: str, kind: str, name: str, chj: ChainerJob) -> JsonDict:

@@ -6,7 +6,7 @@ Upstream's: docs/upstream-behaviour.md#kind-fields, #mpijob-v1 (v1) and #mpijob-
 Both versions share the envelope (`TrainingJob`), the replica spec, the run policy and the status
 of the v1 kinds; only the spec differs. Fields of the *other* version land in `extra` when a job
 is decoded as this version, so reading one version back as the other loses nothing (see
-`kubetrain.api.conversion_mpi`). The CRD defaults of v2beta1 are declared here (`schema`), which
+`kubetrain.kinds.mpijob.conversion`). The CRD defaults of v2beta1 are declared here (`schema`), which
 also makes them the marker of a job written as v2beta1.
 """
 
