@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from kubetrain.api.codec import decode, encode
 from kubetrain.api.fielderrors import ErrorList, invalid, not_supported, required
 from kubetrain.api.kinds import KindInfo
-from kubetrain.api.types import JobStatus, TrainingJob
+from kubetrain.api.types import Envelope, JobStatus, TrainingJob
+
+E = TypeVar("E", bound=Envelope)
 
 
 def parse_job(
@@ -36,19 +38,30 @@ def parse_job(
     api_version = raw.get("apiVersion")
     if api_version != info.api_version:
         errors.append(not_supported("apiVersion", api_version, [info.api_version]))
+    return decode_job(raw, TrainingJob, info.spec_type, JobStatus, errors), info, errors
+
+
+def decode_job(
+    raw: dict[str, Any], envelope_cls: type[E], spec_type: type, status_type: type, errors: ErrorList
+) -> E:
+    """Decode a job object into `envelope_cls` (whose `spec` and `status` are `spec_type` and
+    `status_type`), its field errors appended to `errors`; a metadata that is no object reads as {}."""
     envelope = {k: v for k, v in raw.items() if k not in ("spec", "status")}
-    job, env_errors = decode(TrainingJob, envelope)
+    job, env_errors = decode(envelope_cls, envelope)
     errors.extend(env_errors)
     assert job is not None  # envelope is a dict
     if not isinstance(raw.get("metadata", {}), dict):
         job.metadata = {}
-    if "spec" in raw and raw["spec"] is not None:
-        job.spec, spec_errors = decode(info.spec_type, raw["spec"], "spec")
+    # Every envelope has `spec` and `status`, typed by its kind.
+    if raw.get("spec") is not None:
+        spec, spec_errors = decode(spec_type, raw["spec"], "spec")
+        setattr(job, "spec", spec)  # noqa: B010
         errors.extend(spec_errors)
-    if "status" in raw and raw["status"] is not None:
-        job.status, status_errors = decode(JobStatus, raw["status"], "status")
+    if raw.get("status") is not None:
+        status, status_errors = decode(status_type, raw["status"], "status")
+        setattr(job, "status", status)  # noqa: B010
         errors.extend(status_errors)
-    return job, info, errors
+    return job
 
 
 def job_to_dict(job: TrainingJob) -> dict[str, Any]:

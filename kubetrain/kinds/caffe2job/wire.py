@@ -6,7 +6,7 @@ from typing import Any
 
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import RESTART_NEVER, V1ALPHA1, KindInfo
-from kubetrain.api.standalone import parse_standalone, refuse_kind
+from kubetrain.api.standalone import parse_standalone
 from kubetrain.kinds.caffe2job.types import Caffe2Job, Caffe2JobSpec, Caffe2JobStatus
 
 CAFFE2JOB = KindInfo(
@@ -29,6 +29,4 @@ CAFFE2JOB = KindInfo(
 
 def parse(raw: Any) -> tuple[Caffe2Job | None, KindInfo | None, ErrorList]:
     """Decode a Caffe2Job; never raises (like `parse_job`)."""
-    if not isinstance(raw, dict) or raw.get("kind") != CAFFE2JOB.kind:
-        return refuse_kind(raw, CAFFE2JOB.kind)
-    return parse_standalone(raw, CAFFE2JOB, (CAFFE2JOB,), Caffe2Job, Caffe2JobStatus)
+    return parse_standalone(raw, (CAFFE2JOB,), Caffe2Job)

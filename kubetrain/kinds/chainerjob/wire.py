@@ -6,7 +6,7 @@ from typing import Any
 
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import RESTART_NEVER, V1ALPHA1, KindInfo
-from kubetrain.api.standalone import parse_standalone, refuse_kind
+from kubetrain.api.standalone import parse_standalone
 from kubetrain.kinds.chainerjob.types import ChainerJob, ChainerJobSpec, ChainerJobStatus
 
 CHAINERJOB = KindInfo(
@@ -31,6 +31,4 @@ CHAINERJOB = KindInfo(
 
 def parse(raw: Any) -> tuple[ChainerJob | None, KindInfo | None, ErrorList]:
     """Decode a ChainerJob; never raises (like `parse_job`)."""
-    if not isinstance(raw, dict) or raw.get("kind") != CHAINERJOB.kind:
-        return refuse_kind(raw, CHAINERJOB.kind)
-    return parse_standalone(raw, CHAINERJOB, (CHAINERJOB,), ChainerJob, ChainerJobStatus)
+    return parse_standalone(raw, (CHAINERJOB,), ChainerJob)

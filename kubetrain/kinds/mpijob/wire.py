@@ -9,8 +9,8 @@ from typing import Any
 
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import RESTART_NEVER, KindInfo
-from kubetrain.api.standalone import parse_standalone, refuse_kind
-from kubetrain.api.types import JobStatus, TrainingJob
+from kubetrain.api.standalone import parse_standalone
+from kubetrain.api.types import TrainingJob
 from kubetrain.kinds.mpijob.conversion import V2BETA1, written_version
 from kubetrain.kinds.mpijob.types import MPI_REPLICA_TYPES, MPIJobV1Spec, MPIJobV2Spec
 
@@ -49,8 +49,6 @@ MPIJOB_V2BETA1 = KindInfo(
     spec_type=MPIJobV2Spec,
     version=V2BETA1,
 )
-MPIJOB_VERSIONS = {MPIJOB_V1.version: MPIJOB_V1, MPIJOB_V2BETA1.version: MPIJOB_V2BETA1}
-"""Both served versions, the storage version first."""
 
 
 def parse(raw: Any) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
@@ -59,10 +57,7 @@ def parse(raw: Any) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
     It is decoded with the spec type of the version it was written in, whatever version it was
     read as: fields of the other version stay in `spec.extra`.
     """
-    if not isinstance(raw, dict) or raw.get("kind") != MPIJOB_V1.kind:
-        return refuse_kind(raw, MPIJOB_V1.kind)
-    info = MPIJOB_VERSIONS[written_version(raw)]
-    return parse_standalone(raw, info, tuple(MPIJOB_VERSIONS.values()), TrainingJob, JobStatus)
+    return parse_standalone(raw, (MPIJOB_V1, MPIJOB_V2BETA1), TrainingJob, written_version)
 
 
 def v1_spec(job: TrainingJob) -> MPIJobV1Spec:
