@@ -105,9 +105,10 @@ class StatefulSetController:
         self._wake.set()
 
     def _enqueue_after(self, key: str, delay: float) -> None:
+        now = time.monotonic()
         old = self._timers.pop(key, None)
-        if old is not None and old.when() <= time.monotonic() + delay:
-            self._timers[key] = old  # an earlier look is already due
+        if old is not None and not old.cancelled() and now < old.when() <= now + delay:
+            self._timers[key] = old  # an earlier look is still pending
             return
         if old is not None:
             old.cancel()
