@@ -5,8 +5,9 @@ and loop code, and the copies had started to drift (the StatefulSet one dropped 
 requeue-after of a key once a first one had fired). This is that code once, with the copies'
 behaviour kept:
 
-* watches: informers whose events map to keys (`watch`, or `add` for any informer-like source);
-  one of them is the primary, whose cache holds the objects the keys name;
+* watches: informers whose events map to keys (`watch`, or `add` for any informer-like source;
+  `controller_keys` maps a child to its controller's key); one of them is the primary, whose
+  cache holds the objects the keys name;
 * a deduplicating queue: a key enqueued many times before the loop takes it is reconciled once;
 * one task takes the whole queue, reconciles its keys in sorted order, one at a time, so no key
   is ever reconciled twice at once; a key enqueued meanwhile is reconciled again afterwards; a key
@@ -16,14 +17,16 @@ behaviour kept:
 * requeue-after (`enqueue_after`): by default a wake-up already pending that comes no later than
   the one asked for is kept instead (one timer per key); with ``coalesce=False`` every wake-up
   asked for fires (the Job controller's back-off, deadline and TTL timers are independent);
-* `stop`: cancels the loop, then every timer, then stops the informers.
+* background tasks (`spawn`: the controllers' event posts) are kept until done;
+* `stop`: cancels the loop, then every timer, stops the informers, then awaits the background
+  tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from kubetrain.kube.client import KubeAPI
@@ -33,6 +36,16 @@ from kubetrain.kube.informer import Informer
 JsonDict = dict[str, Any]
 KeyMap = Callable[[str, JsonDict], Iterable[str]]
 """(event type, object) -> the keys to reconcile; it may also forget keys on ``DELETED``."""
+
+
+def controller_keys(obj: JsonDict, controls: Callable[[JsonDict], bool]) -> list[str]:
+    """The ``namespace/name`` keys of the controller ownerReferences of `obj` that `controls`."""
+    meta = obj.get("metadata") or {}
+    return [
+        f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
+        for ref in meta.get("ownerReferences") or []
+        if ref.get("controller") and controls(ref)
+    ]
 
 
 class Source(Protocol):
@@ -82,6 +95,7 @@ class KeyedLoop:
         self._wake = asyncio.Event()
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
         self._task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
 
     # -- watches -------------------------------------------------------------------------------------
 
@@ -137,6 +151,13 @@ class KeyedLoop:
                 timer.cancel()
         for source in self._sources:
             await source.stop()
+        await asyncio.gather(*self._background, return_exceptions=True)
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run `work` in the background (an event post), kept referenced until done; `stop` awaits it."""
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # -- queue ---------------------------------------------------------------------------------------
 

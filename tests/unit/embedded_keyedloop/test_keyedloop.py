@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.embedded.keyedloop import KeyedLoop
+from kubetrain.embedded.keyedloop import KeyedLoop, controller_keys
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.informer import Informer
 
@@ -332,3 +332,51 @@ async def test_start_without_a_primary_source_is_an_error() -> None:
     loop.add(FakeSource())
     with pytest.raises(ValueError, match="no primary source"):
         await loop.start()
+
+
+async def test_stop_awaits_the_background_tasks_after_the_sources() -> None:
+    loop, source = _loop(Recorder(), "ns/a")
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def post() -> None:
+        await release.wait()
+        order.append(f"posted, sources stopped: {source.stopped}")
+
+    await loop.start()
+    loop.spawn(post())
+    stopping = asyncio.create_task(loop.stop())
+    await _settle()
+    assert source.stopped and not stopping.done()  # still waiting for the post
+    release.set()
+    await asyncio.wait_for(stopping, 5)
+    assert order == ["posted, sources stopped: True"]
+
+
+async def test_a_failed_background_task_does_not_fail_stop() -> None:
+    loop, _ = _loop(Recorder(), "ns/a")
+
+    async def fails() -> None:
+        raise RuntimeError("post failed")
+
+    await loop.start()
+    loop.spawn(fails())
+    await loop.stop()
+
+
+def test_controller_keys_are_the_accepted_controller_references() -> None:
+    pod = {
+        "metadata": {
+            "namespace": "ns",
+            "ownerReferences": [
+                {"kind": "Job", "name": "a", "controller": True},
+                {"kind": "Job", "name": "b"},  # not the controller
+                {"kind": "ReplicaSet", "name": "c", "controller": True},
+            ],
+        }
+    }
+    assert controller_keys(pod, lambda ref: ref.get("kind") == "Job") == ["ns/a"]
+    assert controller_keys({"metadata": {"ownerReferences": [{"name": "d", "controller": True}]}}, bool) == [
+        "default/d"
+    ]
+    assert controller_keys({}, bool) == []
