@@ -4,7 +4,9 @@ keys, one reconcile per key at a time, requeue-after (coalescing or not), error 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -83,6 +85,15 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
+@contextlib.asynccontextmanager
+async def started(loop: KeyedLoop) -> AsyncIterator[KeyedLoop]:
+    await loop.start()
+    try:
+        yield loop
+    finally:
+        await loop.stop()
+
+
 def _loop(rec: Recorder, *keys: str, **kwargs: Any) -> tuple[KeyedLoop, FakeSource]:
     loop = KeyedLoop("test loop", "thing", rec, log=log, **kwargs)
     return loop, loop.add(FakeSource(*keys), primary=True)
@@ -94,13 +105,10 @@ async def test_a_key_enqueued_many_times_is_reconciled_once() -> None:
     for _ in range(5):
         loop.enqueue("ns/b")
         loop.enqueue("ns/a")
-    await loop.start()
-    try:
+    async with started(loop):
         await rec.wait_calls(2)
         await _settle()
         assert rec.calls == ["ns/a", "ns/b"]  # once each, in sorted order
-    finally:
-        await loop.stop()
 
 
 async def test_handler_enqueues_the_keys_an_event_maps_to() -> None:
@@ -108,16 +116,13 @@ async def test_handler_enqueues_the_keys_an_event_maps_to() -> None:
     loop, _ = _loop(rec, "ns/a", "ns/b")
     changed = loop.handler(lambda kind, obj: [] if kind == "DELETED" else ["ns/a", "ns/b", "ns/a"])
     changed("DELETED", _obj("ns/x"))
-    await loop.start()
-    try:
+    async with started(loop):
         await _settle()
         assert rec.calls == []
         changed("MODIFIED", _obj("ns/x"))
         await rec.wait_calls(2)
         await _settle()
         assert rec.calls == ["ns/a", "ns/b"]
-    finally:
-        await loop.stop()
 
 
 async def test_watch_builds_an_informer_whose_events_enqueue_keys() -> None:
@@ -132,8 +137,7 @@ async def test_watch_builds_an_informer_whose_events_enqueue_keys() -> None:
 async def test_a_key_missing_from_the_primary_cache_is_skipped() -> None:
     rec = Recorder()
     loop, source = _loop(rec, "ns/a")
-    await loop.start()
-    try:
+    async with started(loop):
         loop.enqueue("ns/gone")
         loop.enqueue("ns/a")
         await rec.wait_calls(1)
@@ -143,16 +147,13 @@ async def test_a_key_missing_from_the_primary_cache_is_skipped() -> None:
         loop.enqueue("ns/gone")
         await rec.wait_calls(2)
         assert rec.calls == ["ns/a", "ns/gone"]
-    finally:
-        await loop.stop()
 
 
 async def test_one_reconcile_per_key_at_a_time_and_a_key_enqueued_meanwhile_runs_again() -> None:
     rec = Recorder()
     rec.gate = asyncio.Event()
     loop, _ = _loop(rec, "ns/a")
-    await loop.start()
-    try:
+    async with started(loop):
         loop.enqueue("ns/a")
         await rec.wait_calls(1)
         for _ in range(3):  # while the first reconcile is blocked
@@ -164,23 +165,18 @@ async def test_one_reconcile_per_key_at_a_time_and_a_key_enqueued_meanwhile_runs
         await _settle()
         assert rec.calls == ["ns/a", "ns/a"]  # once more, not three times
         assert rec.overlaps == 0
-    finally:
-        await loop.stop()
 
 
 async def test_enqueue_after_fires_after_the_delay() -> None:
     rec = Recorder()
     loop, _ = _loop(rec, "ns/a")
-    await loop.start()
-    try:
+    async with started(loop):
         start = asyncio.get_running_loop().time()
         loop.enqueue_after("ns/a", 0.1)
         await asyncio.sleep(0.05)
         assert rec.calls == []
         await rec.wait_calls(1)
         assert rec.times[0] - start >= 0.1
-    finally:
-        await loop.stop()
 
 
 async def test_coalescing_keeps_an_earlier_pending_wakeup_and_replaces_a_later_one() -> None:
@@ -203,35 +199,28 @@ async def test_a_requeue_after_an_earlier_wakeup_has_fired_still_fires() -> None
     """The StatefulSet controller's copy used to keep the fired timer and drop every later one."""
     rec = Recorder()
     loop, _ = _loop(rec, "ns/a")
-    await loop.start()
-    try:
+    async with started(loop):
         loop.enqueue_after("ns/a", 0.01)
         await rec.wait_calls(1)
         loop.enqueue_after("ns/a", 0.01)
         await rec.wait_calls(2)
         assert rec.calls == ["ns/a", "ns/a"]
-    finally:
-        await loop.stop()
 
 
 async def test_without_coalescing_every_wakeup_fires() -> None:
     rec = Recorder()
     loop, _ = _loop(rec, "ns/a", coalesce=False)
-    await loop.start()
-    try:
+    async with started(loop):
         loop.enqueue_after("ns/a", 0.02)
         loop.enqueue_after("ns/a", 0.3)  # a coalescing loop would drop this one
         await rec.wait_calls(2)
         assert rec.times[1] - rec.times[0] >= 0.2
-    finally:
-        await loop.stop()
 
 
 async def test_forget_cancels_the_pending_wakeups_of_a_key() -> None:
     rec = Recorder()
     loop, _ = _loop(rec, "ns/a", "ns/b", coalesce=False)
-    await loop.start()
-    try:
+    async with started(loop):
         loop.enqueue_after("ns/a", 0.05)
         loop.enqueue_after("ns/a", 0.06)
         loop.enqueue_after("ns/b", 0.05)
@@ -239,8 +228,6 @@ async def test_forget_cancels_the_pending_wakeups_of_a_key() -> None:
         await rec.wait_calls(1)
         await asyncio.sleep(0.1)
         assert rec.calls == ["ns/b"]
-    finally:
-        await loop.stop()
 
 
 @pytest.mark.parametrize("status", [404, 409])
@@ -248,15 +235,12 @@ async def test_a_404_or_409_is_retried_quietly(status: int, caplog: pytest.LogCa
     rec = Recorder()
     rec.raises = [ApiError(status, "Conflict")]
     loop, _ = _loop(rec, "ns/a", retry_delay=0.05)
-    await loop.start()
-    try:
+    async with started(loop):
         with caplog.at_level(logging.DEBUG, logger=log.name):
             loop.enqueue("ns/a")
             await rec.wait_calls(2)
         assert rec.times[1] - rec.times[0] >= 0.05
         assert caplog.records == []
-    finally:
-        await loop.stop()
 
 
 async def test_an_api_error_is_a_warning_and_retried_after_retry_delay(
@@ -265,8 +249,7 @@ async def test_an_api_error_is_a_warning_and_retried_after_retry_delay(
     rec = Recorder()
     rec.raises = [ApiError(500, "InternalError", "boom")]
     loop, _ = _loop(rec, "ns/a", retry_delay=30.0)
-    await loop.start()
-    try:
+    async with started(loop):
         with caplog.at_level(logging.DEBUG, logger=log.name):
             loop.enqueue("ns/a")
             await rec.wait_calls(1)
@@ -276,8 +259,6 @@ async def test_an_api_error_is_a_warning_and_retried_after_retry_delay(
         [record] = caplog.records
         assert record.name == log.name and record.levelno == logging.WARNING
         assert record.getMessage() == "thing ns/a: 500 InternalError: boom"
-    finally:
-        await loop.stop()
 
 
 async def test_any_other_error_is_logged_with_its_traceback_and_retried_after_twice_the_delay(
@@ -286,8 +267,7 @@ async def test_any_other_error_is_logged_with_its_traceback_and_retried_after_tw
     rec = Recorder()
     rec.raises = [ValueError("bad")]
     loop, _ = _loop(rec, "ns/a", "ns/b", retry_delay=30.0)
-    await loop.start()
-    try:
+    async with started(loop):
         with caplog.at_level(logging.DEBUG, logger=log.name):
             loop.enqueue("ns/a")
             loop.enqueue("ns/b")
@@ -299,8 +279,6 @@ async def test_any_other_error_is_logged_with_its_traceback_and_retried_after_tw
         [record] = caplog.records
         assert record.levelno == logging.ERROR and record.getMessage() == "thing ns/a: sync failed"
         assert record.exc_info is not None and isinstance(record.exc_info[1], ValueError)
-    finally:
-        await loop.stop()
 
 
 async def test_start_waits_for_the_sources_it_should_and_stop_cleans_up() -> None:
