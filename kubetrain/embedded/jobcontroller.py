@@ -34,18 +34,18 @@ finalizer-based pod tracking
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.embedded.keyedloop import KeyedLoop, controller_keys
 from kubetrain.kube.client import KubeAPI, core_path, group_path
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import core_event, object_reference
-from kubetrain.kube.informer import Informer, object_key
+from kubetrain.kube.informer import object_key
 from kubetrain.kube.timefmt import format_time, parse_epoch
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,10 @@ def _set_condition(status: JsonDict, kind: str, value: str, reason: str, message
             }
         )
     status["conditions"] = conditions
+
+
+def _is_job(ref: JsonDict) -> bool:
+    return ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/")
 
 
 def _owned_by(pod: JsonDict, uid: str) -> bool:
@@ -187,7 +191,6 @@ class _Memory:
 
     failed_seen: int = 0
     next_create: float = 0.0
-    timers: list[asyncio.TimerHandle] = field(default_factory=list)
 
 
 @dataclass
@@ -220,81 +223,29 @@ class JobController:
         self.api = api
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
-        self._jobs = Informer(api, _jobs_path(), self._job_changed)
-        self._pods = Informer(api, core_path("pods"), self._pod_changed)
-        self._dirty: set[str] = set()
-        self._wake = asyncio.Event()
+        self._queue = KeyedLoop("embedded job controller", "job", self._sync, log=log, coalesce=False)
+        self._jobs = self._queue.watch(api, _jobs_path(), self._job_keys, primary=True)
+        self._pods = self._queue.watch(api, core_path("pods"), self._pod_keys)
         self._memory: dict[str, _Memory] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._events: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        self._jobs.start()
-        self._pods.start()
-        await asyncio.gather(self._jobs.synced.wait(), self._pods.synced.wait())
-        self._task = asyncio.create_task(self._loop(), name="embedded job controller")
+        await self._queue.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        for memory in self._memory.values():
-            for timer in memory.timers:
-                timer.cancel()
-        await self._jobs.stop()
-        await self._pods.stop()
-        await asyncio.gather(*self._events, return_exceptions=True)
+        await self._queue.stop()
 
-    # -- queue ---------------------------------------------------------------------------------------
+    # -- watches -------------------------------------------------------------------------------------
 
-    def _enqueue(self, key: str) -> None:
-        self._dirty.add(key)
-        self._wake.set()
-
-    def _enqueue_after(self, key: str, uid: str, delay: float) -> None:
-        memory = self._memory.setdefault(uid, _Memory())
-        memory.timers = [t for t in memory.timers if not t.cancelled() and t.when() > time.monotonic()]
-        loop = asyncio.get_running_loop()
-        memory.timers.append(loop.call_later(max(delay, 0.0), self._enqueue, key))
-
-    def _job_changed(self, kind: str, job: JsonDict) -> None:
+    def _job_keys(self, kind: str, job: JsonDict) -> list[str]:
         if kind == "DELETED":
-            memory = self._memory.pop((job.get("metadata") or {}).get("uid", ""), None)
-            for timer in memory.timers if memory else []:
-                timer.cancel()
-            return
-        self._enqueue(object_key(job))
+            self._memory.pop((job.get("metadata") or {}).get("uid", ""), None)
+            self._queue.forget(object_key(job))
+            return []
+        return [object_key(job)]
 
-    def _pod_changed(self, kind: str, pod: JsonDict) -> None:
-        meta = pod.get("metadata") or {}
-        for ref in meta.get("ownerReferences") or []:
-            if (
-                ref.get("controller")
-                and ref.get("kind") == "Job"
-                and str(ref.get("apiVersion", "")).startswith("batch/")
-            ):
-                self._enqueue(f"{meta.get('namespace') or 'default'}/{ref.get('name')}")
-
-    async def _loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            keys, self._dirty = self._dirty, set()
-            for key in sorted(keys):
-                job = self._jobs.items.get(key)
-                if job is None:
-                    continue
-                try:
-                    await self._sync(job)
-                except asyncio.CancelledError:
-                    raise
-                except ApiError as err:
-                    if err.status not in (404, 409):
-                        log.warning("job %s: %s", key, err)
-                    self._enqueue_after(key, (job.get("metadata") or {}).get("uid", ""), 0.5)
-                except Exception:
-                    log.exception("job %s: sync failed", key)
-                    self._enqueue_after(key, (job.get("metadata") or {}).get("uid", ""), 1.0)
+    @staticmethod
+    def _pod_keys(kind: str, pod: JsonDict) -> list[str]:
+        return controller_keys(pod, _is_job)
 
     # -- sync -------------------------------------------------------------------------------------------
 
@@ -361,7 +312,7 @@ class JobController:
         deadline = spec.get("activeDeadlineSeconds")
         start = parse_epoch(status.get("startTime"))
         if deadline is not None and start is not None:
-            self._enqueue_after(key, uid, start + float(deadline) - now + 0.05)
+            self._queue.enqueue_after(key, start + float(deadline) - now + 0.05)
 
     def _verdict(
         self, job: JsonDict, status: JsonDict, seen: _Pods, failed: int, now: float
@@ -416,8 +367,7 @@ class JobController:
         if missing <= 0:
             return len(seen.active)
         if now < memory.next_create:
-            meta = job.get("metadata") or {}
-            self._enqueue_after(object_key(job), meta.get("uid", ""), memory.next_create - now)
+            self._queue.enqueue_after(object_key(job), memory.next_create - now)
             return len(seen.active)
         for n in range(missing):
             await self._create_pod(job, indexes[n] if n < len(indexes) else None)
@@ -497,7 +447,7 @@ class JobController:
         meta = job.get("metadata") or {}
         left = finished + float(ttl) - now
         if left > 0:
-            self._enqueue_after(object_key(job), meta.get("uid", ""), left + 0.05)
+            self._queue.enqueue_after(object_key(job), left + 0.05)
             return
         body = {
             "apiVersion": "v1",
@@ -519,9 +469,7 @@ class JobController:
         meta = job.get("metadata") or {}
         involved = object_reference("batch/v1", "Job", meta)
         body = core_event(involved, kind, reason, message, "job-controller", time.time())
-        task = asyncio.create_task(self._post(body))
-        self._events.add(task)  # keep a reference until it is done
-        task.add_done_callback(self._events.discard)
+        self._queue.spawn(self._post(body))
 
     async def _post(self, body: JsonDict) -> None:
         with contextlib.suppress(Exception):

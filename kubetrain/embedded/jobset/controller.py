@@ -2,10 +2,11 @@
 
 Like the embedded Job controller it talks to the API server only through the Kubernetes API, so
 it runs against the embedded plane or any cluster. Keys are processed one at a time from a
-deduplicated dirty set (a JobSet is never reconciled by two tasks at once); a change to a Job
-or Service a JobSet controls requeues that JobSet. Writes follow upstream: Jobs are created in
-parallel with a controller reference, deleted with Foreground propagation, suspended and
-resumed by updates; the status is written once at the end (to ``/status``), then the events.
+deduplicated dirty set (`kubetrain.embedded.keyedloop`: a JobSet is never reconciled by two
+tasks at once); a change to a Job or Service a JobSet controls requeues that JobSet. Writes
+follow upstream: Jobs are created in parallel with a controller reference, deleted with
+Foreground propagation, suspended and resumed by updates; the status is written once at the
+end (to ``/status``), then the events.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import logging
 import time
 from typing import Any
 
+from kubetrain.embedded.keyedloop import KeyedLoop
 from kubetrain.kube.client import KubeAPI, core_path, group_path
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import core_event, object_reference
-from kubetrain.kube.informer import Informer, object_key
+from kubetrain.kube.informer import object_key
 
 from . import constants as c
 from .naming import subdomain
@@ -55,83 +57,33 @@ class JobSetController:
     def __init__(self, api: KubeAPI, *, retry_delay: float = 0.5) -> None:
         self.api = api
         self.retry_delay = retry_delay
-        self._jobsets = Informer(api, jobsets_path(), self._jobset_changed, optional=True)
-        self._jobs = Informer(api, _jobs_path(), self._child_changed)
-        self._services = Informer(api, core_path("services"), self._child_changed)
-        self._dirty: set[str] = set()
-        self._wake = asyncio.Event()
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
+        self._queue = KeyedLoop(
+            "embedded jobset controller", "jobset", self.sync, log=log, retry_delay=retry_delay
+        )
+        self._jobsets = self._queue.watch(
+            api, jobsets_path(), self._jobset_keys, primary=True, wait=False, optional=True
+        )
+        self._jobs = self._queue.watch(api, _jobs_path(), self._child_keys)
+        self._services = self._queue.watch(api, core_path("services"), self._child_keys)
 
     async def start(self) -> None:
-        for informer in (self._jobsets, self._jobs, self._services):
-            informer.start()
-        await asyncio.gather(self._jobs.synced.wait(), self._services.synced.wait())
-        self._task = asyncio.create_task(self._loop(), name="embedded jobset controller")
+        await self._queue.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        for timer in self._timers.values():
-            timer.cancel()
-        for informer in (self._jobsets, self._jobs, self._services):
-            await informer.stop()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self._queue.stop()
 
-    # -- queue ---------------------------------------------------------------------------------------
+    # -- watches -------------------------------------------------------------------------------------
 
-    def _enqueue(self, key: str) -> None:
-        self._dirty.add(key)
-        self._wake.set()
-
-    def _enqueue_after(self, key: str, delay: float) -> None:
-        """Requeue `key` in `delay` seconds, unless a wake-up still pending comes sooner."""
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        old = self._timers.pop(key, None)
-        if old is not None and not old.cancelled() and now < old.when() <= now + delay:
-            self._timers[key] = old
-            return
-        if old is not None:
-            old.cancel()
-        self._timers[key] = loop.call_later(max(delay, 0.0), self._enqueue, key)
-
-    def _jobset_changed(self, kind: str, js: JsonDict) -> None:
+    def _jobset_keys(self, kind: str, js: JsonDict) -> list[str]:
         key = object_key(js)
         if kind == "DELETED":
-            timer = self._timers.pop(key, None)
-            if timer is not None:
-                timer.cancel()
-            return
-        self._enqueue(key)
+            self._queue.forget(key)
+            return []
+        return [key]
 
-    def _child_changed(self, kind: str, obj: JsonDict) -> None:
+    def _child_keys(self, kind: str, obj: JsonDict) -> list[str]:
         owner = _owner(obj)
-        if owner is not None:
-            self._enqueue(owner[0])
-
-    async def _loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            keys, self._dirty = self._dirty, set()
-            for key in sorted(keys):
-                js = self._jobsets.items.get(key)
-                if js is None:
-                    continue
-                try:
-                    await self.sync(js)
-                except asyncio.CancelledError:
-                    raise
-                except ApiError as err:
-                    if err.status not in (404, 409):
-                        log.warning("jobset %s: %s", key, err)
-                    self._enqueue_after(key, self.retry_delay)
-                except Exception:
-                    log.exception("jobset %s: sync failed", key)
-                    self._enqueue_after(key, 2 * self.retry_delay)
+        return [owner[0]] if owner is not None else []
 
     # -- one pass ----------------------------------------------------------------------------------
 
@@ -150,7 +102,7 @@ class JobSetController:
             return
         await self._apply(js, result)
         if result.requeue_after is not None:
-            self._enqueue_after(object_key(js), result.requeue_after + 0.05)
+            self._queue.enqueue_after(object_key(js), result.requeue_after + 0.05)
 
     async def _apply(self, js: JsonDict, result: Plan) -> None:
         meta = js.get("metadata") or {}
@@ -239,9 +191,7 @@ class JobSetController:
     def _event(self, js: JsonDict, kind: str, reason: str, message: str) -> None:
         involved = object_reference(c.API_VERSION, c.KIND, js.get("metadata") or {})
         body = core_event(involved, kind, reason, message, c.EVENT_COMPONENT, time.time())
-        task = asyncio.create_task(self._post(body))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._queue.spawn(self._post(body))
 
     async def _post(self, body: JsonDict) -> None:
         with contextlib.suppress(Exception):

@@ -23,6 +23,7 @@ import logging
 import time
 from typing import Any
 
+from kubetrain.embedded.keyedloop import KeyedLoop, controller_keys
 from kubetrain.embedded.statefulset import revisions as rev
 from kubetrain.embedded.statefulset.identity import (
     API_VERSION,
@@ -36,7 +37,7 @@ from kubetrain.embedded.statefulset.plan import Plan, Revisions, plan
 from kubetrain.kube.client import KubeAPI, core_path, group_path
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import core_event, object_reference
-from kubetrain.kube.informer import Informer, object_key
+from kubetrain.kube.informer import object_key
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,10 @@ _OMIT_WHEN_ZERO = (
 ``availableReplicas`` are always written)."""
 
 
+def _is_statefulset(ref: JsonDict) -> bool:
+    return ref.get("kind") == KIND and ref.get("apiVersion") == API_VERSION
+
+
 def _sets_path(namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
     return group_path("apps", "v1", "statefulsets", namespace, name, sub)
 
@@ -70,79 +75,27 @@ class StatefulSetController:
 
     def __init__(self, api: KubeAPI) -> None:
         self.api = api
-        self._sets = Informer(api, _sets_path(), self._set_changed)
-        self._pods = Informer(api, core_path("pods"), self._owned_changed)
-        self._revisions = Informer(api, _revisions_path(), self._owned_changed)
-        self._dirty: set[str] = set()
-        self._wake = asyncio.Event()
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._queue = KeyedLoop("embedded statefulset controller", "statefulset", self._sync, log=log)
+        self._sets = self._queue.watch(api, _sets_path(), self._set_keys, primary=True)
+        self._pods = self._queue.watch(api, core_path("pods"), self._owner_keys)
+        self._revisions = self._queue.watch(api, _revisions_path(), self._owner_keys)
         self._warned: set[tuple[str, int]] = set()
-        self._task: asyncio.Task[None] | None = None
-        self._events: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        for informer in (self._sets, self._pods, self._revisions):
-            informer.start()
-        await asyncio.gather(
-            self._sets.synced.wait(), self._pods.synced.wait(), self._revisions.synced.wait()
-        )
-        self._task = asyncio.create_task(self._loop(), name="embedded statefulset controller")
+        await self._queue.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        for timer in self._timers.values():
-            timer.cancel()
-        for informer in (self._sets, self._pods, self._revisions):
-            await informer.stop()
-        await asyncio.gather(*self._events, return_exceptions=True)
+        await self._queue.stop()
 
-    # -- queue ---------------------------------------------------------------------------------------
+    # -- watches -------------------------------------------------------------------------------------
 
-    def _enqueue(self, key: str) -> None:
-        self._dirty.add(key)
-        self._wake.set()
+    @staticmethod
+    def _set_keys(kind: str, set_: JsonDict) -> list[str]:
+        return [object_key(set_)] if kind != "DELETED" else []
 
-    def _enqueue_after(self, key: str, delay: float) -> None:
-        old = self._timers.pop(key, None)
-        if old is not None and old.when() <= time.monotonic() + delay:
-            self._timers[key] = old  # an earlier look is already due
-            return
-        if old is not None:
-            old.cancel()
-        self._timers[key] = asyncio.get_running_loop().call_later(max(delay, 0.0), self._enqueue, key)
-
-    def _set_changed(self, kind: str, set_: JsonDict) -> None:
-        if kind != "DELETED":
-            self._enqueue(object_key(set_))
-
-    def _owned_changed(self, kind: str, obj: JsonDict) -> None:
-        meta = obj.get("metadata") or {}
-        for ref in meta.get("ownerReferences") or []:
-            if ref.get("controller") and ref.get("kind") == KIND and ref.get("apiVersion") == API_VERSION:
-                self._enqueue(f"{meta.get('namespace') or 'default'}/{ref.get('name')}")
-
-    async def _loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            keys, self._dirty = self._dirty, set()
-            for key in sorted(keys):
-                set_ = self._sets.items.get(key)
-                if set_ is None:
-                    continue
-                try:
-                    await self._sync(set_)
-                except asyncio.CancelledError:
-                    raise
-                except ApiError as err:
-                    if err.status not in (404, 409):
-                        log.warning("statefulset %s: %s", key, err)
-                    self._enqueue_after(key, 0.5)
-                except Exception:
-                    log.exception("statefulset %s: sync failed", key)
-                    self._enqueue_after(key, 1.0)
+    @staticmethod
+    def _owner_keys(kind: str, obj: JsonDict) -> list[str]:
+        return controller_keys(obj, _is_statefulset)
 
     # -- sync ----------------------------------------------------------------------------------------
 
@@ -167,7 +120,7 @@ class StatefulSetController:
         await self._write_status(set_, result.status)
         await self._truncate(set_, pods, history, revisions)
         if result.requeue_after is not None:
-            self._enqueue_after(object_key(set_), result.requeue_after + 0.05)
+            self._queue.enqueue_after(object_key(set_), result.requeue_after + 0.05)
 
     async def _revisions_of(
         self, set_: JsonDict, history: list[JsonDict]
@@ -321,9 +274,7 @@ class StatefulSetController:
     def _event(self, set_: JsonDict, kind: str, reason: str, message: str) -> None:
         involved = object_reference(API_VERSION, KIND, set_.get("metadata") or {})
         body = core_event(involved, kind, reason, message, COMPONENT, time.time())
-        task = asyncio.create_task(self._post(body))
-        self._events.add(task)  # keep a reference until it is done
-        task.add_done_callback(self._events.discard)
+        self._queue.spawn(self._post(body))
 
     async def _post(self, body: JsonDict) -> None:
         with contextlib.suppress(Exception):

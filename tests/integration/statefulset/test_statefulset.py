@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from typing import Any
 
 import pytest
 
 from kubetrain.kube.errors import ApiError
+from kubetrain.kube.timefmt import format_time
 from kubetrain.runtime.transport import KubeClient
 from tests.integration.operator_process.jobs import wait_for
 
@@ -229,6 +231,25 @@ async def test_status_counts_created_pods_before_they_are_ready(kube: KubeClient
     assert revision["data"]["spec"]["template"]["metadata"] == {"labels": {"app": "cnt"}}
     assert revision["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet"
     assert revision["metadata"]["ownerReferences"][0]["controller"] is True
+
+
+async def test_min_ready_seconds_makes_each_pod_available_in_turn(kube: KubeClient, ns: str) -> None:
+    """With nothing else happening, each Ready pod becomes available minReadySeconds after it became
+    Ready: the controller looks again for each one (the embedded one used to drop every later look
+    at a set once its first had fired, so the second pod stayed unavailable)."""
+    body = statefulset("avl", 2, policy="Parallel", node_selector=NOWHERE)
+    body["spec"]["minReadySeconds"] = 2
+    await kube.create(body, namespace=ns)
+    await wait_pods(kube, ns, "avl", {"avl-0", "avl-1"})
+    for pod in ("avl-0", "avl-1"):
+        await play_kubelet(kube, ns, pod, "Running", ready=False)
+        await asyncio.sleep(1.0)
+        seen = await kube.get("v1", "Pod", ns, pod)
+        others = [c for c in seen["status"]["conditions"] if c.get("type") != "Ready"]
+        ready = {"type": "Ready", "status": "True", "lastTransitionTime": format_time(time.time())}
+        await kube.patch_status("v1", "Pod", ns, pod, {"status": {"conditions": [*others, ready]}})
+    sts = await wait_status(kube, ns, "avl", readyReplicas=2, availableReplicas=2)
+    assert sts["status"]["replicas"] == 2
 
 
 async def test_parallel_creates_every_pod_at_once(kube: KubeClient, ns: str) -> None:
