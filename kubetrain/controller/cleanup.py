@@ -9,7 +9,7 @@ kubeflow/trainer#3419). A suspended job loses all its pods and services whatever
 
 from __future__ import annotations
 
-from kubetrain.api.conditions import FALSE, TRUE, has_condition
+from kubetrain.api.conditions import FALSE, TRUE, has_condition, is_finished
 from kubetrain.api.kinds import (
     CLEAN_POD_ALL,
     CLEAN_POD_RUNNING,
@@ -42,6 +42,21 @@ def delete_pods_and_services(ctx: JobReconcile, policy: str | None) -> None:
     if policy == CLEAN_POD_ALL:
         for svc in ctx.services:
             ctx.delete(svc, events.SUCCESSFUL_DELETE_SERVICE, events.deleted_service(name_of(svc)))
+
+
+def settle(ctx: JobReconcile) -> bool:
+    """Upstream's first job-level steps, in its order: a finished job gets the finished handling,
+    a suspended one releases everything, a resumed one restarts its clock. True when the pass
+    ends here (finished or suspended)."""
+    if is_finished(ctx.status):
+        finish(ctx)
+        return True
+    if ctx.job.run_policy.suspend:
+        suspend(ctx)
+        return True
+    if has_condition(ctx.status, COND_SUSPENDED):
+        resume(ctx)
+    return False
 
 
 def suspend(ctx: JobReconcile) -> None:

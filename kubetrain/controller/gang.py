@@ -186,6 +186,16 @@ def _spec_patch(ctx: JobReconcile, current: JsonDict, desired: JsonDict) -> Json
     return patch
 
 
+def holds_pods(ctx: JobReconcile) -> bool:
+    """With gang scheduling on, sync the PodGroup; True while the pass must stop there to wait
+    for it (the first such pass still stamps lastReconcileTime, as upstream does)."""
+    if not (ctx.config.gang_scheduling and sync_pod_group(ctx)):
+        return False
+    if ctx.status.last_reconcile_time is None:
+        ctx.status.last_reconcile_time = ctx.stamp
+    return True
+
+
 def sync_pod_group(ctx: JobReconcile) -> bool:
     """Create or update the PodGroup; returns True while pods must wait for it (Volcano only:
     until the scheduler moved the group past Pending)."""

@@ -27,11 +27,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.conditions import has_condition, is_finished
+from kubetrain.api.conditions import is_finished
 from kubetrain.api.defaults import apply_defaults
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.jobs import parse_job
-from kubetrain.api.kinds import COND_SUSPENDED, KindInfo, reason
+from kubetrain.api.kinds import KindInfo, reason
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import aggregate, validate
 from kubetrain.controller import abnormal, cleanup, events, gang, limits, replicas
@@ -99,14 +99,8 @@ def _reconcile_job(ctx: JobReconcile) -> None:
 
 def _reconcile_running(ctx: JobReconcile, ledger: RestartLedger) -> None:
     status = ctx.status
-    if is_finished(status):
-        cleanup.finish(ctx)
+    if cleanup.settle(ctx):
         return
-    if ctx.job.run_policy.suspend:
-        cleanup.suspend(ctx)
-        return
-    if has_condition(status, COND_SUSPENDED):
-        cleanup.resume(ctx)
     abnormal.record_abnormal_pods(ctx)
     views = replicas.replica_views(ctx)
     prev_failed = sum(rs.failed for rs in status.replica_statuses.values())
@@ -118,9 +112,7 @@ def _reconcile_running(ctx: JobReconcile, ledger: RestartLedger) -> None:
             ctx.event("Normal", reason(ctx.kind, "Failed"), failure)
         cleanup.finish(ctx)
         return
-    if ctx.config.gang_scheduling and gang.sync_pod_group(ctx):
-        if status.last_reconcile_time is None:
-            status.last_reconcile_time = ctx.stamp
+    if gang.holds_pods(ctx):
         return
     for view in views:
         replicas.reconcile_pods(ctx, view, ledger)

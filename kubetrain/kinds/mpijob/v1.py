@@ -21,7 +21,6 @@ from kubetrain.api.kinds import (
     COND_RESTARTING,
     COND_RUNNING,
     COND_SUCCEEDED,
-    COND_SUSPENDED,
     RESTART_ALWAYS,
     RESTART_EXIT_CODE,
     RESTART_ON_FAILURE,
@@ -87,14 +86,8 @@ def _backoff_exceeded(ctx: JobReconcile) -> bool:
 
 def _reconcile(ctx: JobReconcile, delivery_image: str) -> None:
     status = ctx.status
-    if is_finished(status):
-        cleanup.finish(ctx)
+    if cleanup.settle(ctx):
         return
-    if ctx.job.run_policy.suspend:
-        cleanup.suspend(ctx)
-        return
-    if has_condition(status, COND_SUSPENDED):
-        cleanup.resume(ctx)
     failure = None
     if _backoff_exceeded(ctx):
         failure = limits.backoff_message(ctx.name)
@@ -107,9 +100,7 @@ def _reconcile(ctx: JobReconcile, delivery_image: str) -> None:
             ctx.event("Normal", "MPIJobFailed", failure)
         cleanup.finish(ctx)
         return
-    if ctx.config.gang_scheduling and gang.sync_pod_group(ctx):
-        if status.last_reconcile_time is None:
-            status.last_reconcile_time = ctx.stamp
+    if gang.holds_pods(ctx):
         return
     if status.start_time is None:
         status.start_time = ctx.stamp
