@@ -130,6 +130,10 @@ class KindInfo:
     """The CRD's additionalPrinterColumns, in order."""
     rules: KindRules = field(default_factory=KindRules)
     """Its webhook's quirks and its own fields' rules and defaults."""
+    webhook_name: str = ""
+    """Its validating webhook's name when it is not training-operator's
+    (`validator.<singular>.training-operator.kubeflow.org`), e.g. Trainer v2's
+    `validator.trainjob.trainer.kubeflow.org`."""
 
     @property
     def api_version(self) -> str:

@@ -117,7 +117,7 @@ def invalid_message(info: KindInfo, name: str, errors: ErrorList) -> str:
 
 
 def webhook_name(info: KindInfo) -> str:
-    return f"validator.{info.singular}.training-operator.kubeflow.org"
+    return info.webhook_name or f"validator.{info.singular}.training-operator.kubeflow.org"
 
 
 def webhook_path(info: KindInfo) -> str:

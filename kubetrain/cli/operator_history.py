@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kubetrain.cli.history import add_history_bounds, history_store
 from kubetrain.history.recorder import HistoryRecorder
-from kubetrain.kinds.registry import all_versions
+from kubetrain.kinds.registry import reconciled_versions
 from kubetrain.runtime.operator import ClientFactory
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ async def recording(args: argparse.Namespace, connect: ClientFactory) -> AsyncIt
         yield
         return
     kube = await connect(args.kube_api_qps, args.kube_api_burst)
-    recorder = HistoryRecorder(kube.api, store, all_versions())
+    recorder = HistoryRecorder(kube.api, store, reconciled_versions())
     starting = asyncio.create_task(recorder.start(), name="history recorder start")
     log.info("recording the job history into %s", args.history)
     try:

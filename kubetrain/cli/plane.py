@@ -35,7 +35,8 @@ from kubetrain.embedded.scheduler import Binder
 from kubetrain.embedded.statefulset import StatefulSetController
 from kubetrain.history.recorder import HistoryRecorder
 from kubetrain.history.store import HistoryStore
-from kubetrain.kinds.registry import all_versions, crd_manifests
+from kubetrain.kinds.registration import Lookup
+from kubetrain.kinds.registry import crd_manifests, reconciled_versions
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.config import RuntimeConfig
 from kubetrain.runtime.manager import Manager
@@ -82,42 +83,68 @@ polling every 0.2 s (the same total budget as upstream's 2 s x MaxTries) so loca
 _VALIDATED: dict[tuple[str, str], KindInfo] = {(i.api_version, i.kind): i for i in routes().values()}
 
 
-def kubeflow_admission(request: AdmissionRequest) -> AdmissionResult | None:
+class KubeflowAdmission:
     """The operator's validating webhooks, called in-process by the embedded API server.
 
     On a cluster the API server calls `kubetrain.webhook` over TLS for kubeflow.org kinds; the
     local plane has no webhook client, so it calls the same `admit` directly: an invalid job is
     refused at create/update with upstream's webhook name and field errors, exactly as
     `kubectl apply` shows it on a cluster. Subresources (status, scale) are not validated, as the
-    webhook configuration's rules list the main resources only.
+    webhook configuration's rules list the main resources only. `lookup` reads other objects for
+    rules that need them (a TrainJob's runtime), as upstream's webhooks read the manager's cache.
     """
-    info = _VALIDATED.get((request.api_version, request.kind))
-    if info is None or request.subresource:
-        return None
-    verdict = admit(
-        info,
-        review.AdmissionRequest(
-            uid="",
-            operation=request.operation,
-            object=request.object,
-            old_object=request.old_object,
-            kind={"group": request.group, "version": request.version, "kind": request.kind},
-            namespace=request.namespace,
-            name=request.name,
-            dry_run=request.dry_run,
-        ),
-    )
-    if verdict.allowed:
-        return AdmissionResult.allow(verdict.warnings)
-    status = verdict.status
-    return AdmissionResult(
-        False,
-        str(status.get("message") or ""),
-        int(status.get("code") or 403),
-        str(status.get("reason") or ""),
-        validation.webhook_name(info),
-        verdict.warnings,
-    )
+
+    name = "kubeflow_admission"
+
+    def __init__(self, lookup: Lookup | None = None) -> None:
+        self.lookup = lookup
+
+    def __call__(self, request: AdmissionRequest) -> AdmissionResult | None:
+        info = _VALIDATED.get((request.api_version, request.kind))
+        if info is None or request.subresource:
+            return None
+        verdict = admit(
+            info,
+            review.AdmissionRequest(
+                uid="",
+                operation=request.operation,
+                object=request.object,
+                old_object=request.old_object,
+                kind={"group": request.group, "version": request.version, "kind": request.kind},
+                namespace=request.namespace,
+                name=request.name,
+                dry_run=request.dry_run,
+            ),
+            self.lookup,
+        )
+        if verdict.allowed:
+            return AdmissionResult.allow(verdict.warnings)
+        status = verdict.status
+        return AdmissionResult(
+            False,
+            str(status.get("message") or ""),
+            int(status.get("code") or 403),
+            str(status.get("reason") or ""),
+            validation.webhook_name(info),
+            verdict.warnings,
+        )
+
+
+kubeflow_admission = KubeflowAdmission()
+"""The webhooks without lookups (rules that read other objects check what the object holds)."""
+
+
+def store_lookup(server: EmbeddedAPIServer) -> Lookup:
+    """Objects read from the embedded server's store, as a webhook reads its client's cache."""
+
+    def lookup(api_version: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        group, _, version = api_version.rpartition("/")
+        rt = server.catalog.lookup(group, version, plural)
+        if rt is None:
+            return None
+        return server.store.get(rt.key, namespace if rt.namespaced else "", name)
+
+    return lookup
 
 
 GANG_SCHEDULERS = ("volcano", "scheduler-plugins-scheduler")
@@ -168,8 +195,9 @@ class LocalPlane:
         self.node_name = node_name
         self.operator_workers = operator_workers
         try:
+            self.admission = KubeflowAdmission(lambda *key: store_lookup(self.server)(*key))
             self.server = EmbeddedAPIServer(
-                admission=[kubeflow_admission, jobset_admission], state_file=state_file, plain_http=True
+                admission=[self.admission, jobset_admission], state_file=state_file, plain_http=True
             )
         except PersistenceError as exc:
             raise PlaneError(str(exc)) from None
@@ -249,7 +277,7 @@ class LocalPlane:
             await self.jobsets.start()
             await self.statefulsets.start()
             if self.history is not None:
-                self.recorder = HistoryRecorder(self._node_api, self.history, all_versions())
+                self.recorder = HistoryRecorder(self._node_api, self.history, reconciled_versions())
                 await self.recorder.start()
             self._started = True
         except BaseException:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kubetrain.api.crds import crd_for
 from kubetrain.api.validation import validate_raw_with_warnings
 from kubetrain.cli.commands import HELP
 from kubetrain.cli.common import SubParsers, err, out
@@ -103,7 +102,7 @@ def _crds(args: argparse.Namespace) -> int:
         out.print("".join(text for _, text in sorted(generate_all().items())).rstrip("\n"), markup=False)
         return 0
     rows = []
-    for crd in (crd_for(reg.versions) for reg in REGISTRY):
+    for crd in (reg.crd() for reg in REGISTRY):
         spec = crd["spec"]
         versions = ",".join(v["name"] for v in spec["versions"])
         rows.append([crd["metadata"]["name"], spec["names"]["kind"], versions])

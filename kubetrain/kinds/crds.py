@@ -11,7 +11,7 @@ import sys
 
 from kubetrain.api.crds import generate
 from kubetrain.kinds.generated import command
-from kubetrain.kinds.registry import REGISTRY, all_versions
+from kubetrain.kinds.registry import REGISTRY
 
 COMMAND = "python -m kubetrain.kinds.crds"
 KUSTOMIZATION = "kustomization.yaml"
@@ -23,8 +23,11 @@ _KUSTOMIZATION_HEAD = f"""\
 
 
 def generate_all() -> dict[str, str]:
-    """File name -> YAML text of every registered kind's CRD: what `manifests/crds` holds."""
-    return generate(all_versions())
+    """File name -> YAML text of every registered kind's CRD: what `manifests/crds` holds (an
+    upstream CRD a kind ships, such as Trainer v2's, byte for byte under upstream's file name)."""
+    shipped = {reg.shipped_crd.file: reg.shipped_crd.text() for reg in REGISTRY if reg.shipped_crd}
+    generated = generate(info for reg in REGISTRY if reg.shipped_crd is None for info in reg.versions)
+    return {**generated, **shipped}
 
 
 def kustomization(crd_files: list[str]) -> str:

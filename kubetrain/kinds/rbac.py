@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from kubetrain.api.kinds import KindInfo
-from kubetrain.kinds.registry import SERVED_KINDS
+from kubetrain.kinds.registry import REGISTERED_KINDS
 
 JOB_VERBS = ("get", "list", "watch", "update", "patch", "delete")
 """The jobs themselves: read through the cache, updated (finalizers, metadata), deleted (TTL)."""
@@ -119,5 +119,5 @@ def splice(text: str, rules: list[dict[str, Any]], width: int) -> str:
 
 def generate(manifests: Path, kinds: Iterable[KindInfo] | None = None) -> dict[str, str]:
     """Target path (relative to `manifests`) -> its text with the registry's job-kind rules."""
-    rules = job_rules(SERVED_KINDS.values() if kinds is None else kinds)
+    rules = job_rules(REGISTERED_KINDS.values() if kinds is None else kinds)
     return {t.path: splice((manifests / t.path).read_text(encoding="utf-8"), rules, t.width) for t in TARGETS}

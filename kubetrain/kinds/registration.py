@@ -10,11 +10,17 @@ planner creates children of other kinds) is its package plus one line in `regist
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
+from importlib import resources
 from typing import Any
 
+import yaml
+
+from kubetrain.api.crds import crd_for
 from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import KindInfo
 from kubetrain.controller.config import ChildType, ControllerConfig
@@ -27,6 +33,47 @@ ParseFn = Callable[[Any], tuple[Any, KindInfo | None, ErrorList]]
 """raw object -> (decoded job or None, the KindInfo whose mechanics apply, structural errors)."""
 ProblemsFn = Callable[[Any, KindInfo], list[str]]
 """(parsed job, its KindInfo) -> what the controller would refuse, for `kubetrain validate`."""
+Lookup = Callable[[str, str, str, str], JsonDict | None]
+"""(apiVersion, plural, namespace, name) -> the stored object or None: how a webhook reads other
+objects (upstream's webhooks read them from the manager's client cache)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A kind's own admission rules' answer: denied when `errors` or `message` is set (`message`
+    is a plain error, as Go's `fmt.Errorf` in a validator, shown instead of the field errors)."""
+
+    errors: ErrorList = field(default_factory=ErrorList)
+    message: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+AdmitFn = Callable[[JsonDict, JsonDict | None, Lookup | None], Verdict]
+"""(object, the stored object on UPDATE, a lookup or None) -> the verdict of the kind's webhook."""
+
+
+@dataclass(frozen=True)
+class ShippedCRD:
+    """An upstream CRD shipped unchanged as package data (when generating it from our own types is
+    not worth it: Trainer v2's embed JobSet's and the pod template's whole schemas)."""
+
+    package: str
+    file: str
+    """Upstream's file name, also the one `manifests/crds` holds."""
+
+    def text(self) -> str:
+        return resources.files(self.package).joinpath("data", self.file).read_text(encoding="utf-8")
+
+    def manifest(self) -> JsonDict:
+        """The CRD object (a fresh copy: callers may change it)."""
+        return copy.deepcopy(_parsed_crd(self.package, self.file))
+
+
+@cache
+def _parsed_crd(package: str, file: str) -> JsonDict:
+    text = ShippedCRD(package, file).text()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # ~10x faster on these 0.5-1 MB schemas
+    return dict(yaml.load(text, Loader=loader))
 
 
 @dataclass(frozen=True)
@@ -68,7 +115,11 @@ class CounterFamily:
 class KindRegistration:
     versions: tuple[KindInfo, ...]
     """Every served version, the storage version first (it is the one listed and watched)."""
-    planner: PlanFn
+    planner: PlanFn | None
+    """None: the operator does not reconcile this kind (yet): its CRD is served and installed,
+    its webhook validates it, the operator may read it, but no controller lists or plans it, and
+    it is not in `SERVED_KINDS` (a kind whose controller is still to come, or one a planner only
+    reads, such as Trainer v2's runtimes)."""
     parse: ParseFn
     framework_plugin: Framework | None = None
     """The framework plugin of a replica-spec kind on the generic path (None: its own planner)."""
@@ -85,6 +136,19 @@ class KindRegistration:
     """Which served version's mechanics a stored object follows (None: the storage version's)."""
     counters: tuple[CounterFamily, ...] = ()
     """The upstream counter families its planner increments (the manager registers them)."""
+    admit: AdmitFn | None = None
+    """The kind's own webhook rules (with `webhook=True`); None: the v1 replica-spec rules of
+    `kubetrain.api.validation`."""
+    shipped_crd: ShippedCRD | None = None
+    """Upstream's CRD, served as it is (None: generated from `versions`)."""
+
+    @property
+    def reconciled(self) -> bool:
+        return self.planner is not None
+
+    def crd(self) -> JsonDict:
+        """The CRD serving every version of this kind."""
+        return self.shipped_crd.manifest() if self.shipped_crd is not None else crd_for(self.versions)
 
     @property
     def info(self) -> KindInfo:

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.crds import crd_for
 from kubetrain.api.jobs import parse_job
 from kubetrain.api.kinds import KindInfo
 from kubetrain.controller import gang, reconciler
@@ -30,7 +29,7 @@ from kubetrain.frameworks.paddle import PADDLE
 from kubetrain.frameworks.pytorch import PYTORCH
 from kubetrain.frameworks.tensorflow import TENSORFLOW
 from kubetrain.frameworks.xgboost import XGBOOST
-from kubetrain.kinds import caffe2job, chainerjob, mpijob
+from kubetrain.kinds import caffe2job, chainerjob, mpijob, trainjob
 from kubetrain.kinds.registration import CounterFamily, KindRegistration
 from kubetrain.kinds.training_operator import MXJOB_DEPRECATED, generic
 
@@ -46,12 +45,16 @@ REGISTRY: tuple[KindRegistration, ...] = (
     mpijob.REGISTRATION,
     chainerjob.REGISTRATION,
     caffe2job.REGISTRATION,
+    *trainjob.REGISTRATIONS,
 )
 
 BY_KIND: Mapping[str, KindRegistration] = {reg.kind: reg for reg in REGISTRY}
 
-SERVED_KINDS: Mapping[str, KindInfo] = {reg.kind: reg.info for reg in REGISTRY}
+SERVED_KINDS: Mapping[str, KindInfo] = {reg.kind: reg.info for reg in REGISTRY if reg.reconciled}
 """Every kind the operator reconciles, each with the version it is listed and watched as."""
+
+REGISTERED_KINDS: Mapping[str, KindInfo] = {reg.kind: reg.info for reg in REGISTRY}
+"""Every registered kind, reconciled or not: the CRDs served and installed, the operator's RBAC."""
 
 REPLICA_SPEC_KINDS: Mapping[str, KindInfo] = {
     reg.kind: reg.info for reg in REGISTRY if reg.framework_plugin is not None
@@ -65,8 +68,13 @@ def registration_for(kind: object) -> KindRegistration | None:
 
 
 def all_versions() -> list[KindInfo]:
-    """Every served version of every kind, storage versions first within a kind."""
+    """Every served version of every registered kind, storage versions first within a kind."""
     return [info for reg in REGISTRY for info in reg.versions]
+
+
+def reconciled_versions() -> list[KindInfo]:
+    """Every served version of the kinds the operator reconciles (the job history's kinds)."""
+    return [info for reg in REGISTRY if reg.reconciled for info in reg.versions]
 
 
 def counter_families() -> list[CounterFamily]:
@@ -84,9 +92,9 @@ def webhook_kinds() -> list[KindInfo]:
 
 
 def crd_manifests(kinds: Iterable[str] | None = None) -> list[JsonDict]:
-    """The CRDs of these kinds (all served kinds by default), every version of each."""
-    wanted = set(SERVED_KINDS if kinds is None else kinds)
-    return [crd_for(reg.versions) for reg in REGISTRY if reg.kind in wanted]
+    """The CRDs of these kinds (every registered kind by default), every version of each."""
+    wanted = set(REGISTERED_KINDS if kinds is None else kinds)
+    return [reg.crd() for reg in REGISTRY if reg.kind in wanted]
 
 
 def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
@@ -95,6 +103,8 @@ def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerCon
     if reg is None:
         _, _, errors = parse_job(job, REPLICA_SPEC_KINDS)
         return reconciler.unknown_kind(job, errors)
+    if reg.planner is None:  # accepted and validated, not run (no controller for it yet)
+        return Plan()
     return reg.planner(job, observed, now, gang.config_for_job(job, config))
 
 

@@ -21,7 +21,10 @@ offline. A webhook would have to pick one of the two MPIJob versions' rule sets 
 whose mechanics the conversion rule decides later (`kubetrain.kinds.mpijob.conversion`), and would put
 the operator in the path of every MPIJob write, including Kueue's v2beta1 ones, which
 mpi-operator never did. So `routes()` serves the kinds whose registration says `webhook` (the
-six generic kinds).
+six generic kinds, and Trainer v2's three, whose registrations bring their own rules: `admit`).
+
+A kind's own rules may read other objects (a TrainJob's runtime) through `lookup`; the local plane
+passes one over its store, the TLS server none yet, so such rules check what the object holds.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from collections.abc import Iterable
 from kubetrain.api.kinds import KindInfo
 from kubetrain.api.validation import aggregate, validate_raw_with_warnings, webhook_name, webhook_path
 from kubetrain.kinds import registry as kind_registry
+from kubetrain.kinds.registration import Lookup
 from kubetrain.webhook.review import (
     CONNECT,
     DELETE,
@@ -58,7 +62,7 @@ def names(kinds: Iterable[KindInfo] | None = None) -> dict[str, KindInfo]:
     return {webhook_name(info): info for info in (kind_registry.webhook_kinds() if kinds is None else kinds)}
 
 
-def admit(info: KindInfo, request: AdmissionRequest) -> AdmissionResponse:
+def admit(info: KindInfo, request: AdmissionRequest, lookup: Lookup | None = None) -> AdmissionResponse:
     """Validate one admission request for `info`'s path."""
     uid = request.uid
     if request.operation in (DELETE, CONNECT):
@@ -74,6 +78,14 @@ def admit(info: KindInfo, request: AdmissionRequest) -> AdmissionResponse:
         old = request.old_object
         if not isinstance(old, dict):
             return errored(uid, 400, "there is no content to decode: UPDATE without oldObject")
+    reg = kind_registry.registration_for(info.kind)
+    if reg is not None and reg.admit is not None:
+        verdict = reg.admit(obj, old, lookup)
+        if verdict.message:
+            return denied(uid, verdict.message, verdict.warnings)
+        if verdict.errors:
+            return denied(uid, aggregate(verdict.errors), verdict.warnings)
+        return allowed(uid, verdict.warnings)
     _, _, result = validate_raw_with_warnings(obj, old, kinds={info.kind: info})
     warnings = tuple(result.warnings)
     if info.kind in DEPRECATED_KINDS:

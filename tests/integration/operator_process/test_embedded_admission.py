@@ -19,7 +19,7 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.rest import ApiException
 
-from kubetrain.cli.plane import LocalPlane, kubeflow_admission
+from kubetrain.cli.plane import KubeflowAdmission, LocalPlane
 from kubetrain.embedded.jobset import jobset_admission
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
@@ -127,4 +127,7 @@ async def test_kubectl_prints_admission_warnings(kubeconfig: Path, crds: None) -
 
 
 def test_the_local_plane_registers_the_kubeflow_and_jobset_plugins() -> None:
-    assert LocalPlane().server.rest.admission.plugins == [kubeflow_admission, jobset_admission]
+    plane = LocalPlane()
+    kubeflow, jobset = plane.server.rest.admission.plugins
+    assert isinstance(kubeflow, KubeflowAdmission) and kubeflow.lookup is not None  # reads its store
+    assert jobset is jobset_admission

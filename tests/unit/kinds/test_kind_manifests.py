@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from kubetrain.kinds import crds, manifests, rbac, webhooks
-from kubetrain.kinds.registry import SERVED_KINDS, webhook_kinds
+from kubetrain.kinds.registry import REGISTERED_KINDS, SERVED_KINDS, webhook_kinds
 from kubetrain.webhook.provisioner import DEFAULT_NAMESPACE, DEFAULT_SERVICE_NAME
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
@@ -56,25 +56,32 @@ def test_check_names_the_stale_role(tmp_path: Path) -> None:
 
 def test_a_new_kind_is_granted_in_its_own_group_and_the_rest_is_kept() -> None:
     tfjob = SERVED_KINDS["TFJob"]
-    trainjob = replace(tfjob, kind="TrainJob", plural="trainjobs", group="trainer.kubeflow.org")
-    kinds = [*SERVED_KINDS.values(), trainjob]
+    barjob = replace(tfjob, kind="BarJob", plural="barjobs", group="example.kubeflow.org")
+    kinds = [*REGISTERED_KINDS.values(), barjob]
     committed = (MANIFESTS / rbac.TARGETS[0].path).read_text(encoding="utf-8")
     role = yaml.safe_load(rbac.generate(MANIFESTS, kinds)[rbac.TARGETS[0].path])
     old = yaml.safe_load(committed)
-    assert role["rules"][3:6] == [
-        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": list(rbac.JOB_VERBS)},
+    assert role["rules"][6:9] == [
+        {"apiGroups": ["example.kubeflow.org"], "resources": ["barjobs"], "verbs": list(rbac.JOB_VERBS)},
         {
-            "apiGroups": ["trainer.kubeflow.org"],
-            "resources": ["trainjobs/status"],
+            "apiGroups": ["example.kubeflow.org"],
+            "resources": ["barjobs/status"],
             "verbs": ["get", "update", "patch"],
         },
-        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs/finalizers"], "verbs": ["update"]},
+        {"apiGroups": ["example.kubeflow.org"], "resources": ["barjobs/finalizers"], "verbs": ["update"]},
     ]
-    assert role["rules"][:3] == old["rules"][:3] and role["rules"][6:] == old["rules"][3:]
+    assert role["rules"][:6] == old["rules"][:6] and role["rules"][9:] == old["rules"][6:]
     again = rbac.splice(
-        rbac.splice(committed, rbac.job_rules(kinds), 100), rbac.job_rules(SERVED_KINDS.values()), 100
+        rbac.splice(committed, rbac.job_rules(kinds), 100), rbac.job_rules(REGISTERED_KINDS.values()), 100
     )
     assert again == committed
+
+
+def test_kinds_the_operator_does_not_reconcile_are_granted_too() -> None:
+    role = yaml.safe_load((MANIFESTS / rbac.TARGETS[0].path).read_text(encoding="utf-8"))
+    trainer = [r for r in role["rules"] if r["apiGroups"] == ["trainer.kubeflow.org"]]
+    assert trainer[0]["resources"] == ["trainjobs", "trainingruntimes", "clustertrainingruntimes"]
+    assert "TrainJob" not in SERVED_KINDS
 
 
 def test_every_webhook_kind_has_its_entry_and_its_namespace_patch() -> None:

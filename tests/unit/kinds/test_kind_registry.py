@@ -22,8 +22,11 @@ RUNTIME = Path(__file__).resolve().parents[3] / "kubetrain" / "runtime"
 
 
 def test_one_registration_per_kind_in_served_order() -> None:
-    assert [reg.kind for reg in registry.REGISTRY] == [*KINDS, "MPIJob", "ChainerJob", "Caffe2Job"]
-    assert list(registry.SERVED_KINDS) == [reg.kind for reg in registry.REGISTRY]
+    jobs = [*KINDS, "MPIJob", "ChainerJob", "Caffe2Job"]
+    trainer = ["TrainJob", "TrainingRuntime", "ClusterTrainingRuntime"]
+    assert [reg.kind for reg in registry.REGISTRY] == [*jobs, *trainer]
+    assert list(registry.REGISTERED_KINDS) == [*jobs, *trainer]
+    assert list(registry.SERVED_KINDS) == jobs  # Trainer v2's kinds are not reconciled (yet)
     assert [i.kind for i in all_kinds()] == list(registry.SERVED_KINDS)
 
 
@@ -42,14 +45,15 @@ def test_the_resource_table_knows_every_served_version() -> None:
     table = default_registry()
     for info in registry.all_versions():
         rt = table.lookup(info.api_version, info.kind)
-        assert (rt.plural, rt.namespaced) == (info.plural, True)
+        assert (rt.plural, rt.namespaced) == (info.plural, info.kind != "ClusterTrainingRuntime")
         assert table.lookup(info.api_version, info.plural) is rt
 
 
 def test_webhook_routes_are_the_kinds_registered_with_a_webhook() -> None:
     expected = {webhook_path(reg.info) for reg in registry.REGISTRY if reg.webhook}
     assert set(routes()) == expected
-    assert {info.kind for info in routes().values()} == set(KINDS)
+    trainer = {"TrainJob", "TrainingRuntime", "ClusterTrainingRuntime"}
+    assert {info.kind for info in routes().values()} == set(KINDS) | trainer
 
 
 def test_children_come_from_the_registrations() -> None:

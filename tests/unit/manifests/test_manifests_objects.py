@@ -21,8 +21,7 @@ from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed
 from kubetrain.kinds.chainerjob import planner as chainer
 from kubetrain.kinds.mpijob import planner as mpi
-from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
-from kubetrain.kinds.registry import SERVED_KINDS
+from kubetrain.kinds.registry import SERVED_KINDS, webhook_kinds
 from kubetrain.runtime.health import BindAddress
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME
 from kubetrain.webhook.handler import routes
@@ -89,9 +88,9 @@ def test_one_webhook_per_kind_on_a_path_the_server_serves(rendered: tuple[str, l
     config = one(objects, "ValidatingWebhookConfiguration")
     served = routes()
     hooks = {h["name"]: h for h in config["webhooks"]}
-    assert set(hooks) == {webhook_name(info) for info in KINDS.values()}
+    assert set(hooks) == {webhook_name(info) for info in webhook_kinds()}
     service = one(objects, "Service", DEFAULT_SERVICE_NAME)
-    for info in KINDS.values():
+    for info in webhook_kinds():
         hook = hooks[webhook_name(info)]
         ref = hook["clientConfig"]["service"]
         assert served[ref["path"]] is info
@@ -105,11 +104,11 @@ def test_one_webhook_per_kind_on_a_path_the_server_serves(rendered: tuple[str, l
         assert hook["admissionReviewVersions"] == ["v1"]
         assert hook["rules"] == [
             {
-                "apiGroups": ["kubeflow.org"],
-                "apiVersions": ["v1"],
+                "apiGroups": [info.group],
+                "apiVersions": [info.version],
                 "operations": ["CREATE", "UPDATE"],
                 "resources": [info.plural],
-                "scope": "Namespaced",
+                "scope": "Namespaced" if info.namespaced else "Cluster",
             }
         ]
         if overlay == "single-namespace":

@@ -21,12 +21,19 @@ UPSTREAM_PATHS = {
     "JAXJob": "/validate-kubeflow-org-v1-jaxjob",
     "MXJob": "/validate-kubeflow-org-v1-mxjob",
 }
+TRAINER_PATHS = {  # Kubeflow Trainer v2.3's manifests/base/webhook/manifests.yaml
+    "TrainJob": "/validate-trainer-kubeflow-org-v1alpha1-trainjob",
+    "TrainingRuntime": "/validate-trainer-kubeflow-org-v1alpha1-trainingruntime",
+    "ClusterTrainingRuntime": "/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime",
+}
 
 
 def test_every_kind_is_served_on_upstreams_path() -> None:
-    assert {info.kind: path for path, info in routes().items()} == UPSTREAM_PATHS
+    assert {info.kind: path for path, info in routes().items()} == {**UPSTREAM_PATHS, **TRAINER_PATHS}
     assert webhook_path(KINDS["PyTorchJob"]) == "/validate-kubeflow-org-v1-pytorchjob"
-    assert set(names()) == {f"validator.{k.lower()}.training-operator.kubeflow.org" for k in UPSTREAM_PATHS}
+    assert set(names()) == {
+        f"validator.{k.lower()}.training-operator.kubeflow.org" for k in UPSTREAM_PATHS
+    } | {f"validator.{k.lower()}.trainer.kubeflow.org" for k in TRAINER_PATHS}
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

@@ -1,0 +1,55 @@
+"""Kubeflow Trainer v2's API (`trainer.kubeflow.org/v1alpha1`), one package: TrainJob,
+TrainingRuntime and ClusterTrainingRuntime (cluster-scoped), each a registration.
+
+Accepted and validated, not yet run: their CRDs are upstream v2.3.0's, shipped unchanged
+(`crd.py`), served by the local plane and installed by `kubetrain install`; the webhook validates
+them with upstream's rules and messages (`validation.py`). There is no TrainJob controller yet
+(issue 14 item 2): the registrations have no planner, so the operator neither lists nor plans
+these kinds and a TrainJob stays as it was created, with no JobSet and no status. The runtimes
+will stay planner-less when it comes: a TrainJob's planner reads them, nothing reconciles them.
+"""
+
+from __future__ import annotations
+
+from kubetrain.kinds.registration import KindRegistration
+from kubetrain.kinds.trainjob.crd import CLUSTER_TRAINING_RUNTIMES_CRD, TRAINING_RUNTIMES_CRD, TRAINJOBS_CRD
+from kubetrain.kinds.trainjob.validation import (
+    admit_cluster_training_runtime,
+    admit_training_runtime,
+    admit_trainjob,
+)
+from kubetrain.kinds.trainjob.wire import (
+    CLUSTER_TRAINING_RUNTIME_INFO,
+    TRAINING_RUNTIME_INFO,
+    TRAINJOB_INFO,
+    parser,
+)
+
+TRAINJOB_REGISTRATION = KindRegistration(
+    versions=(TRAINJOB_INFO,),
+    planner=None,  # not run yet: item 2 of issue 14 brings its planner (runtime, plugins, JobSet)
+    parse=parser(TRAINJOB_INFO),
+    webhook=True,
+    admit=admit_trainjob,
+    shipped_crd=TRAINJOBS_CRD,
+)
+TRAINING_RUNTIME_REGISTRATION = KindRegistration(
+    versions=(TRAINING_RUNTIME_INFO,),
+    planner=None,  # read by the TrainJob planner, never reconciled
+    parse=parser(TRAINING_RUNTIME_INFO),
+    webhook=True,
+    admit=admit_training_runtime,
+    shipped_crd=TRAINING_RUNTIMES_CRD,
+)
+CLUSTER_TRAINING_RUNTIME_REGISTRATION = KindRegistration(
+    versions=(CLUSTER_TRAINING_RUNTIME_INFO,),
+    planner=None,  # read by the TrainJob planner, never reconciled
+    parse=parser(CLUSTER_TRAINING_RUNTIME_INFO),
+    webhook=True,
+    admit=admit_cluster_training_runtime,
+    shipped_crd=CLUSTER_TRAINING_RUNTIMES_CRD,
+)
+
+REGISTRATIONS = (TRAINJOB_REGISTRATION, TRAINING_RUNTIME_REGISTRATION, CLUSTER_TRAINING_RUNTIME_REGISTRATION)
+
+__all__ = ["REGISTRATIONS"]

@@ -1,0 +1,43 @@
+"""Kubeflow Trainer v2.3's names the webhook's rules use (upstream `pkg/constants/constants.go`)."""
+
+from __future__ import annotations
+
+GROUP = "trainer.kubeflow.org"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+TRAINER_VERSION = "v2.3.0"
+"""The upstream release whose CRDs `data/` holds and whose webhook rules `validation` follows."""
+
+TRAINJOB = "TrainJob"
+TRAINING_RUNTIME = "TrainingRuntime"
+CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
+
+LABEL_TRAINJOB_ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+LABEL_SUPPORT = "trainer.kubeflow.org/support"
+SUPPORT_DEPRECATED = "deprecated"
+RUNTIME_DEPRECATION_POLICY_URL = (
+    "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
+)
+
+DATASET_INITIALIZER = "dataset-initializer"
+MODEL_INITIALIZER = "model-initializer"
+ANCESTOR_TRAINER = "trainer"
+NODE = "node"
+LAUNCHER = "launcher"
+VOLUME_NAME_INITIALIZER = "initializer"
+"""The initializers' shared volume (upstream `plugins/jobset/constants`)."""
+
+TORCHRUN_RESERVED_ENVS = frozenset(
+    {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
+)
+MPI_RESERVED_ENVS = frozenset(
+    {
+        "OMPI_MCA_orte_default_hostfile",
+        "OMPI_MCA_plm_rsh_args",
+        "OMPI_MCA_orte_keep_fqdn_hostnames",
+        "OMPI_MCA_orte_set_default_slots",
+    }
+)
+XGBOOST_RESERVED_ENVS = frozenset(
+    {"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"}
+)
