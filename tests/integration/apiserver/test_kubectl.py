@@ -86,8 +86,10 @@ EXAMPLES = sorted((REPO / "examples/local").glob("*/job.yaml"))
 
 
 async def install_kubeflow_crds(kubeconfig: Path) -> None:
-    """`kubectl apply -k manifests/crds` with validation on (idempotent: a real cluster may have them)."""
-    code, out = await kubectl(kubeconfig, "apply", "-k", str(REPO / "manifests/crds"))
+    """`kubectl apply --server-side -k manifests/crds` with validation on (idempotent: a real cluster
+    may have them). Server-side, as Kubeflow Trainer's install is: its runtime CRDs are larger than
+    the 256 KiB of annotations client-side apply's last-applied-configuration would need."""
+    code, out = await kubectl(kubeconfig, "apply", "--server-side", "-k", str(REPO / "manifests/crds"))
     assert code == 0, out
     names = [f"crd/{yaml.safe_load(p.read_text())['metadata']['name']}" for p in KUBEFLOW_CRDS]
     code, out = await kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=30s", *names)

@@ -1,0 +1,64 @@
+"""Trainer v2's three kinds are one package plus registry lines: their CRDs are upstream v2.3.0's
+(shipped, and committed byte for byte in manifests/crds), they are validated and granted, and the
+operator does not reconcile them (no TrainJob controller yet)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kubetrain.controller.config import ControllerConfig
+from kubetrain.controller.plan import Observed, Plan
+from kubetrain.kinds import crds, registry
+from kubetrain.kinds.trainjob import REGISTRATIONS
+from kubetrain.runtime.resources import default_registry
+
+MANIFESTS = Path(__file__).resolve().parents[4] / "manifests"
+TRAINER = ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime")
+
+
+def test_the_crds_are_upstreams_and_committed_unchanged() -> None:
+    by_kind = {crd["spec"]["names"]["kind"]: crd for crd in registry.crd_manifests(TRAINER)}
+    assert {k: c["spec"]["scope"] for k, c in by_kind.items()} == {
+        "TrainJob": "Namespaced",
+        "TrainingRuntime": "Namespaced",
+        "ClusterTrainingRuntime": "Cluster",
+    }
+    for crd in by_kind.values():
+        assert crd["spec"]["group"] == "trainer.kubeflow.org"
+        assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha1"]
+        assert crd["metadata"]["annotations"]["controller-gen.kubebuilder.io/version"] == "v0.18.0"
+    jobs = by_kind["TrainJob"]["spec"]["versions"][0]
+    rules = [r["message"] for r in jobs["schema"]["openAPIV3Schema"].get("x-kubernetes-validations", [])]
+    assert "metadata.name must match RFC 1035 DNS label format" in rules  # upstream's CEL, kept
+    tree = crds.generate_tree()
+    for reg in REGISTRATIONS:
+        assert reg.shipped_crd is not None
+        committed = (MANIFESTS / "crds" / reg.shipped_crd.file).read_text(encoding="utf-8")
+        assert committed == tree[reg.shipped_crd.file] == reg.shipped_crd.text()
+
+
+def test_accepted_and_validated_but_not_reconciled() -> None:
+    for reg in REGISTRATIONS:
+        assert reg.webhook and reg.admit is not None and not reg.reconciled and not reg.counters
+        assert reg.kind in registry.REGISTERED_KINDS and reg.kind not in registry.SERVED_KINDS
+    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j"}}
+    assert registry.plan(job, Observed(), datetime(2026, 1, 1, tzinfo=UTC), ControllerConfig()) == Plan()
+
+
+def test_the_resource_table_knows_their_scopes() -> None:
+    table = default_registry()
+    assert not table.lookup("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime").namespaced
+    assert table.lookup("trainer.kubeflow.org/v1alpha1", "trainjobs").namespaced
+
+
+def test_parse_refuses_other_kinds() -> None:
+    parse = REGISTRATIONS[0].parse
+    job, info, errors = parse(
+        {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "a"}}
+    )
+    assert job is not None and job.name == "a" and info is REGISTRATIONS[0].info and not errors
+    _, info, errors = parse({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"})
+    assert (
+        info is None and str(errors) == 'kind: Unsupported value: "PyTorchJob": supported values: "TrainJob"'
+    )
