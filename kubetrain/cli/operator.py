@@ -33,7 +33,7 @@ from kubetrain.cli.operator_history import add_history_options, recording
 from kubetrain.cli.operator_webhook import WebhookOptions, WebhookSidecar
 from kubetrain.cli.signals import Interrupts
 from kubetrain.client.errors import ConfigError, KubetrainError
-from kubetrain.kinds.registry import SERVED_KINDS
+from kubetrain.kinds.registry import SERVED_KINDS, unreconciled_webhook_kinds
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.config import RuntimeConfig, UnsupportedScheme, resolve_kinds
 from kubetrain.runtime.health import DEFAULT_METRICS_ADDRESS, DEFAULT_PROBE_ADDRESS, LOOPBACK, BindAddress
@@ -427,7 +427,9 @@ def client_factory(kubeconfig: str | None, context: str | None) -> ClientFactory
 def sidecar_factory(options: WebhookOptions | None) -> SidecarFactory | None:
     if options is None:
         return None
-    return lambda client, kinds: [WebhookSidecar(client, kinds.values(), options)]
+    return lambda client, kinds: [
+        WebhookSidecar(client, [*kinds.values(), *unreconciled_webhook_kinds()], options)
+    ]
 
 
 # -- logging --------------------------------------------------------------------------------------

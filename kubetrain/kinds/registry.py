@@ -91,6 +91,13 @@ def webhook_kinds() -> list[KindInfo]:
     return [reg.info for reg in REGISTRY if reg.webhook]
 
 
+def unreconciled_webhook_kinds() -> list[KindInfo]:
+    """The webhook kinds the operator does not reconcile: its webhook serves them whatever
+    `--enable-scheme` says (which names reconciled kinds only), as the webhook configuration
+    lists them and fails their writes (`failurePolicy: Fail`) when no one answers."""
+    return [reg.info for reg in REGISTRY if reg.webhook and not reg.reconciled]
+
+
 def crd_manifests(kinds: Iterable[str] | None = None) -> list[JsonDict]:
     """The CRDs of these kinds (every registered kind by default), every version of each."""
     wanted = set(REGISTERED_KINDS if kinds is None else kinds)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kubetrain.cli.operator import sidecar_factory
+from kubetrain.cli.operator_webhook import WebhookOptions, WebhookSidecar
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import Observed, Plan
 from kubetrain.kinds import crds, registry
@@ -62,3 +64,13 @@ def test_parse_refuses_other_kinds() -> None:
     assert (
         info is None and str(errors) == 'kind: Unsupported value: "PyTorchJob": supported values: "TrainJob"'
     )
+
+
+def test_the_operators_webhook_serves_them_whatever_enable_scheme_says(tmp_path: Path) -> None:
+    """The webhook configuration lists their webhooks with failurePolicy Fail: the operator's
+    webhook must answer them even when `--enable-scheme` (reconciled kinds only) names others."""
+    factory = sidecar_factory(WebhookOptions(cert_dir=tmp_path, generate_certificates=False))
+    assert factory is not None
+    (sidecar,) = factory(None, {"TFJob": registry.SERVED_KINDS["TFJob"]})  # type: ignore[arg-type]
+    assert isinstance(sidecar, WebhookSidecar)
+    assert {info.kind for info in sidecar.server.routes.values()} == {"TFJob", *TRAINER}
