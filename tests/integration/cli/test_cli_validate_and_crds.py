@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,10 @@ def test_invalid_examples_exit_2(path: Path, capsys: pytest.CaptureFixture[str])
 def test_crds_list_and_print(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crds"]) == 0
     out = capsys.readouterr().out
-    assert "pytorchjobs.kubeflow.org   PyTorchJob" in out
+    assert re.search(r"^pytorchjobs\.kubeflow\.org +PyTorchJob +v1$", out, re.M), out
+    assert re.search(
+        r"^clustertrainingruntimes\.trainer\.kubeflow\.org +ClusterTrainingRuntime +v1alpha1$", out, re.M
+    )
     assert main(["crds", "--print"]) == 0
     docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert {d["kind"] for d in docs} == {"CustomResourceDefinition"}
