@@ -16,8 +16,11 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kubetrain.api.kinds import KindInfo
+from kubetrain.kinds.registry import admission_reads
+from kubetrain.runtime.informer import Informer
 from kubetrain.runtime.transport import KubeClient
 from kubetrain.webhook.provisioner import (
     DEFAULT_NAMESPACE,
@@ -50,6 +53,39 @@ class WebhookOptions:
     cluster_domain: str = "cluster.local"
 
 
+class AdmissionCache:
+    """Informers of the kinds the webhook's rules look up (`KindRegistration.admission_reads`), and
+    the `lookup` over them: upstream's webhooks read the manager's client cache the same way.
+    The webhook serves without waiting for them (a kind whose CRD is not installed never syncs,
+    and must not keep the other kinds' webhooks down): until a kind's cache synced, its objects
+    are not found, and a TrainJob naming a runtime is refused as upstream refuses one whose
+    runtime it cannot get."""
+
+    def __init__(self, client: KubeClient, kinds: Iterable[KindInfo]) -> None:
+        self.informers: dict[tuple[str, str], Informer] = {
+            (info.api_version, info.plural): Informer(client, client.resource(info.api_version, info.kind))
+            for info in kinds
+        }
+
+    def lookup(self, api_version: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        informer = self.informers.get((api_version, plural))
+        if informer is None:
+            return None
+        return informer.store.get(namespace if informer.resource.namespaced else None, name)
+
+    def start(self) -> None:
+        for informer in self.informers.values():
+            informer.start()
+
+    async def wait_for_sync(self, timeout: float) -> bool:
+        """True when every cache synced within `timeout`."""
+        return all([await informer.wait_for_sync(timeout) for informer in self.informers.values()])
+
+    async def stop(self) -> None:
+        for informer in self.informers.values():
+            await informer.stop()
+
+
 class WebhookSidecar:
     """Certificates, then the TLS server; rotation checks every hour while it runs."""
 
@@ -57,7 +93,11 @@ class WebhookSidecar:
 
     def __init__(self, client: KubeClient, kinds: Iterable[KindInfo], options: WebhookOptions) -> None:
         self.options = options
-        self.server = WebhookServer(options.cert_dir, host=options.host, port=options.port, kinds=kinds)
+        kinds = list(kinds)
+        self.cache = AdmissionCache(client, admission_reads(kinds))
+        self.server = WebhookServer(
+            options.cert_dir, host=options.host, port=options.port, kinds=kinds, lookup=self.cache.lookup
+        )
         self.provisioner: CertProvisioner | None = None
         if options.generate_certificates:
             self.provisioner = CertProvisioner(
@@ -83,6 +123,7 @@ class WebhookSidecar:
         else:
             log.info("waiting for webhook certificates in %s", opts.cert_dir)
             await self.server.wait_for_certificates()
+        self.cache.start()
         await self._retry(self.server.start, f"webhook server on port {opts.port}")
         if self.provisioner is not None:
             await asyncio.sleep(ROTATION_INTERVAL)
@@ -90,6 +131,7 @@ class WebhookSidecar:
 
     async def stop(self) -> None:
         await self.server.stop()
+        await self.cache.stop()
 
     @staticmethod
     async def _retry(step: Callable[[], Awaitable[object]], what: str) -> None:

@@ -141,6 +141,8 @@ class KindRegistration:
     `kubetrain.api.validation`."""
     shipped_crd: ShippedCRD | None = None
     """Upstream's CRD, served as it is (None: generated from `versions`)."""
+    admission_reads: tuple[KindInfo, ...] = ()
+    """The kinds `admit` looks up (a TrainJob's runtimes): the operator's webhook caches them."""
 
     @property
     def reconciled(self) -> bool:

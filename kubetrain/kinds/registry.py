@@ -91,6 +91,15 @@ def webhook_kinds() -> list[KindInfo]:
     return [reg.info for reg in REGISTRY if reg.webhook]
 
 
+def admission_reads(kinds: Iterable[KindInfo]) -> list[KindInfo]:
+    """The kinds the webhook rules of `kinds` look up, each once."""
+    out: list[KindInfo] = []
+    for info in kinds:
+        reg = BY_KIND.get(info.kind)
+        out.extend(read for read in (reg.admission_reads if reg else ()) if read not in out)
+    return out
+
+
 def unreconciled_webhook_kinds() -> list[KindInfo]:
     """The webhook kinds the operator does not reconcile: its webhook serves them whatever
     `--enable-scheme` says (which names reconciled kinds only), as the webhook configuration

@@ -23,8 +23,9 @@ the operator in the path of every MPIJob write, including Kueue's v2beta1 ones, 
 mpi-operator never did. So `routes()` serves the kinds whose registration says `webhook` (the
 six generic kinds, and Trainer v2's three, whose registrations bring their own rules: `admit`).
 
-A kind's own rules may read other objects (a TrainJob's runtime) through `lookup`; the local plane
-passes one over its store, the TLS server none yet, so such rules check what the object holds.
+A kind's own rules may read other objects (a TrainJob's runtime) through `lookup`: the local plane
+passes one over its store, the operator's TLS server one over its caches of the kinds the
+registrations' `admission_reads` name; without one, such rules check what the object holds.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from pathlib import Path
 from aiohttp import web
 
 from kubetrain.api.kinds import KindInfo
+from kubetrain.kinds.registration import Lookup
 from kubetrain.webhook import review
 from kubetrain.webhook.certs import TLS_CERT_KEY, TLS_KEY_KEY
 from kubetrain.webhook.handler import admit, routes
@@ -45,11 +46,15 @@ class WebhookServer:
         port: int = DEFAULT_PORT,
         kinds: Iterable[KindInfo] | None = None,
         reload_interval: float = 10.0,
+        lookup: Lookup | None = None,
     ) -> None:
         self.cert_dir = Path(cert_dir)
         self.host = host or None
         self.requested_port = port
         self.routes = routes(kinds)
+        self.lookup = lookup
+        """How rules that read other objects (a TrainJob's runtime) find them (None: they check
+        what the object holds)."""
         self.reload_interval = reload_interval
         self._ssl: ssl.SSLContext | None = None
         self._stamp: tuple[float, float] | None = None
@@ -84,7 +89,7 @@ class WebhookServer:
             log.warning("rejecting malformed admission request on %s: %s", request.path, exc)
             return _json(review.errored("", 400, str(exc)))
         try:
-            response = admit(info, admission)
+            response = admit(info, admission, self.lookup)
         except Exception:  # a bug of ours must still produce an answer the API server can show
             log.exception("admission of %s %s/%s failed", info.kind, admission.namespace, admission.name)
             response = review.errored(admission.uid, 500, "internal error validating the object")

@@ -32,6 +32,7 @@ TRAINJOB_REGISTRATION = KindRegistration(
     webhook=True,
     admit=admit_trainjob,
     shipped_crd=TRAINJOBS_CRD,
+    admission_reads=(TRAINING_RUNTIME_INFO, CLUSTER_TRAINING_RUNTIME_INFO),
 )
 TRAINING_RUNTIME_REGISTRATION = KindRegistration(
     versions=(TRAINING_RUNTIME_INFO,),

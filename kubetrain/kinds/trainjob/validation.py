@@ -7,8 +7,9 @@
 * TrainJob (`trainjob_webhook.go`): the runtimeRef's group/kind must name a registered runtime
   (`unsupported runtime: <Kind>.<group>`, a plain error, not a field error); then upstream reads
   the runtime from the manager's cache and runs the plugins' `Validate` (`runtime_rules`). That
-  part needs a `lookup`: the local plane passes one (its own store), the cluster webhook has none
-  yet and validates only what the TrainJob holds itself.
+  part needs a `lookup`: the local plane passes one over its store, the operator's webhook one
+  over its informers of the runtimes (`cli.operator_webhook.AdmissionCache`, from the
+  registration's `admission_reads`); without one only what the TrainJob holds is checked.
 
 Of the plugins' rules, these are upstream's: torch (reserved `PET_*` envs, envInjection targets),
 mpi (runLauncherAsNode with numNodes >= 2, reserved `OMPI_MCA_*` envs), xgboost (reserved `DMLC_*`

@@ -12,11 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
+from kubetrain.cli.operator_webhook import AdmissionCache
 from kubetrain.cli.plane import KubeflowAdmission, store_lookup
 from kubetrain.embedded.apiserver import EmbeddedAPIServer
 from kubetrain.embedded.node import KubeAPI
-from kubetrain.kinds.registry import crd_manifests
+from kubetrain.kinds.registry import admission_reads, crd_manifests
+from kubetrain.kinds.trainjob.wire import TRAINJOB_INFO
 from kubetrain.kube.errors import ApiError
+from kubetrain.runtime.crds import install_crds
+from kubetrain.runtime.transport import KubeClient
+from kubetrain.webhook.handler import admit
+from kubetrain.webhook.review import AdmissionRequest
 from tests.polling import wait_for
 
 JsonDict = dict[str, Any]
@@ -26,6 +32,7 @@ CLUSTER_RUNTIMES = f"{GROUP}/clustertrainingruntimes"
 RUNTIMES_DEFAULT = f"{GROUP}/namespaces/default/trainingruntimes"
 TRAINJOBS = f"{GROUP}/namespaces/default/trainjobs"
 TRAINER_KINDS = ["TrainJob", "TrainingRuntime", "ClusterTrainingRuntime"]
+API_VERSION = "trainer.kubeflow.org/v1alpha1"
 
 
 def runtime(name: str) -> JsonDict:
@@ -140,4 +147,51 @@ async def test_a_runtime_whose_trainer_job_runs_twice_is_refused(api: KubeAPI) -
     assert err.value.message == (
         'admission webhook "validator.trainingruntime.trainer.kubeflow.org" denied the request: '
         "spec.template.spec.replicatedJobs[0].replicas: Invalid value: 2: always must be 1"
+    )
+
+
+async def test_the_operators_webhook_reads_runtimes_from_its_cache(tmp_path: Path) -> None:
+    """On a cluster the webhook runs in the operator: its `AdmissionCache` lists and watches the
+    runtimes, so a TrainJob is checked against the one it names there too."""
+    server = EmbeddedAPIServer(plain_http=True)
+    await server.start(port=0)
+    client = KubeClient.for_url(server.plain_url, server.token, qps=0)
+    cache = AdmissionCache(client, admission_reads([TRAINJOB_INFO]))
+    try:
+        await install_crds(client, crd_manifests(TRAINER_KINDS))
+        await client.create(runtime("torch_distributed"))
+        cache.start()
+        assert await cache.wait_for_sync(10)
+        namespaced_runtime = runtime("jax_distributed")
+        namespaced_runtime.update(kind="TrainingRuntime")
+        namespaced_runtime["metadata"]["namespace"] = "default"
+        await client.create(namespaced_runtime)
+
+        async def cached() -> bool:
+            return cache.lookup(API_VERSION, "trainingruntimes", "default", "jax-distributed") is not None
+
+        await wait_for(cached, 10, "the watch to bring the TrainingRuntime")
+        ok = admit(TRAINJOB_INFO, review_of(trainjob("ok", "torch-distributed")), cache.lookup)
+        assert ok.allowed, ok.status
+        ref = {"kind": "TrainingRuntime", "name": "jax-distributed"}
+        local = trainjob("local", "jax-distributed")
+        local["spec"]["runtimeRef"] = ref
+        assert admit(TRAINJOB_INFO, review_of(local), cache.lookup).allowed
+        refused = admit(TRAINJOB_INFO, review_of(trainjob("missing", "nope")), cache.lookup)
+        assert 'clustertrainingruntimes.trainer.kubeflow.org "nope" not found' in refused.status["message"]
+    finally:
+        await cache.stop()
+        await client.close()
+        await server.stop()
+
+
+def review_of(obj: JsonDict) -> AdmissionRequest:
+    return AdmissionRequest(
+        uid="u",
+        operation="CREATE",
+        object={**obj, "metadata": {**obj["metadata"], "namespace": "default"}},
+        old_object=None,
+        kind={"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": obj["kind"]},
+        namespace="default",
+        name=obj["metadata"]["name"],
     )

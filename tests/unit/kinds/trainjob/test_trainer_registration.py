@@ -14,6 +14,7 @@ from kubetrain.controller.plan import Observed, Plan
 from kubetrain.kinds import crds, registry
 from kubetrain.kinds.trainjob import REGISTRATIONS
 from kubetrain.runtime.resources import default_registry
+from kubetrain.runtime.transport import KubeClient
 
 MANIFESTS = Path(__file__).resolve().parents[4] / "manifests"
 TRAINER = ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime")
@@ -66,11 +67,21 @@ def test_parse_refuses_other_kinds() -> None:
     )
 
 
-def test_the_operators_webhook_serves_them_whatever_enable_scheme_says(tmp_path: Path) -> None:
+async def test_the_operators_webhook_serves_them_whatever_enable_scheme_says(tmp_path: Path) -> None:
     """The webhook configuration lists their webhooks with failurePolicy Fail: the operator's
-    webhook must answer them even when `--enable-scheme` (reconciled kinds only) names others."""
+    webhook must answer them even when `--enable-scheme` (reconciled kinds only) names others, and
+    it caches the runtimes a TrainJob's rules look up."""
     factory = sidecar_factory(WebhookOptions(cert_dir=tmp_path, generate_certificates=False))
     assert factory is not None
-    (sidecar,) = factory(None, {"TFJob": registry.SERVED_KINDS["TFJob"]})  # type: ignore[arg-type]
-    assert isinstance(sidecar, WebhookSidecar)
-    assert {info.kind for info in sidecar.server.routes.values()} == {"TFJob", *TRAINER}
+    client = KubeClient.for_url("http://127.0.0.1:9", "token", qps=0)  # never contacted here
+    try:
+        (sidecar,) = factory(client, {"TFJob": registry.SERVED_KINDS["TFJob"]})
+        assert isinstance(sidecar, WebhookSidecar)
+        assert {info.kind for info in sidecar.server.routes.values()} == {"TFJob", *TRAINER}
+        assert sidecar.server.lookup == sidecar.cache.lookup
+        assert set(sidecar.cache.informers) == {
+            ("trainer.kubeflow.org/v1alpha1", "trainingruntimes"),
+            ("trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes"),
+        }
+    finally:
+        await client.close()

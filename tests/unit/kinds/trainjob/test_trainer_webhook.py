@@ -298,7 +298,7 @@ def test_admission(case: Case) -> None:
 
 
 def test_without_a_lookup_only_what_the_trainjob_holds_is_checked() -> None:
-    """The TLS webhook has no lookup yet: the runtime's existence and its plugins are not checked."""
+    """Without a lookup the runtime's existence and its plugins are not checked."""
     assert admit(TRAINJOB_INFO, request(trainjob("nope"), None)).allowed
     refused = admit(TRAINJOB_INFO, request(trainjob(ref={"kind": "Runtime"}), None))
     assert refused.status["message"] == "unsupported runtime: Runtime.trainer.kubeflow.org"
