@@ -392,6 +392,7 @@ def webhook_options(args: argparse.Namespace) -> WebhookOptions | None:
         secret_name=args.webhook_secret_name,
         generate_certificates=not args.no_webhook_cert_generation,
         cluster_domain=os.environ.get("CUSTOM_CLUSTER_DOMAIN") or "cluster.local",
+        watch_namespace=args.namespace or None,
     )
 
 

@@ -51,6 +51,9 @@ class WebhookOptions:
     generate_certificates: bool = True
     """False when cert-manager (or anyone else) mounts the certificates into `cert_dir`."""
     cluster_domain: str = "cluster.local"
+    watch_namespace: str | None = None
+    """The operator's `--namespace`: the namespaced kinds the webhook looks up are cached there only
+    (the single-namespace overlay's Role grants no more)."""
 
 
 class AdmissionCache:
@@ -61,9 +64,13 @@ class AdmissionCache:
     are not found, and a TrainJob naming a runtime is refused as upstream refuses one whose
     runtime it cannot get."""
 
-    def __init__(self, client: KubeClient, kinds: Iterable[KindInfo]) -> None:
+    def __init__(self, client: KubeClient, kinds: Iterable[KindInfo], namespace: str | None = None) -> None:
         self.informers: dict[tuple[str, str], Informer] = {
-            (info.api_version, info.plural): Informer(client, client.resource(info.api_version, info.kind))
+            (info.api_version, info.plural): Informer(
+                client,
+                client.resource(info.api_version, info.kind),
+                namespace=namespace if info.namespaced else None,
+            )
             for info in kinds
         }
 
@@ -94,7 +101,7 @@ class WebhookSidecar:
     def __init__(self, client: KubeClient, kinds: Iterable[KindInfo], options: WebhookOptions) -> None:
         self.options = options
         kinds = list(kinds)
-        self.cache = AdmissionCache(client, admission_reads(kinds))
+        self.cache = AdmissionCache(client, admission_reads(kinds), options.watch_namespace)
         self.server = WebhookServer(
             options.cert_dir, host=options.host, port=options.port, kinds=kinds, lookup=self.cache.lookup
         )

@@ -71,7 +71,8 @@ async def test_the_operators_webhook_serves_them_whatever_enable_scheme_says(tmp
     """The webhook configuration lists their webhooks with failurePolicy Fail: the operator's
     webhook must answer them even when `--enable-scheme` (reconciled kinds only) names others, and
     it caches the runtimes a TrainJob's rules look up."""
-    factory = sidecar_factory(WebhookOptions(cert_dir=tmp_path, generate_certificates=False))
+    options = WebhookOptions(cert_dir=tmp_path, generate_certificates=False, watch_namespace="team-a")
+    factory = sidecar_factory(options)
     assert factory is not None
     client = KubeClient.for_url("http://127.0.0.1:9", "token", qps=0)  # never contacted here
     try:
@@ -79,9 +80,7 @@ async def test_the_operators_webhook_serves_them_whatever_enable_scheme_says(tmp
         assert isinstance(sidecar, WebhookSidecar)
         assert {info.kind for info in sidecar.server.routes.values()} == {"TFJob", *TRAINER}
         assert sidecar.server.lookup == sidecar.cache.lookup
-        assert set(sidecar.cache.informers) == {
-            ("trainer.kubeflow.org/v1alpha1", "trainingruntimes"),
-            ("trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes"),
-        }
+        namespaces = {plural: i.reflector.namespace for (_, plural), i in sidecar.cache.informers.items()}
+        assert namespaces == {"trainingruntimes": "team-a", "clustertrainingruntimes": None}
     finally:
         await client.close()
