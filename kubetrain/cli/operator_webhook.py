@@ -52,8 +52,8 @@ class WebhookOptions:
     """False when cert-manager (or anyone else) mounts the certificates into `cert_dir`."""
     cluster_domain: str = "cluster.local"
     watch_namespace: str | None = None
-    """The operator's `--namespace`: the namespaced kinds the webhook looks up are cached there only
-    (the single-namespace overlay's Role grants no more)."""
+    """The operator's `--namespace`: the namespaced kinds the webhook looks up are cached there only,
+    and cluster-scoped ones not at all (the single-namespace overlay's Role grants no more)."""
 
 
 class AdmissionCache:
@@ -72,6 +72,7 @@ class AdmissionCache:
                 namespace=namespace if info.namespaced else None,
             )
             for info in kinds
+            if info.namespaced or namespace is None  # one namespace's Role grants no cluster kind
         }
 
     def lookup(self, api_version: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
