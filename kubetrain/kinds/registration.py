@@ -87,6 +87,10 @@ class ObserveHints:
     """The pods of the job's batch/v1 Jobs (their controller is the Job, not the job)."""
     priority_classes: bool = False
     """Every PriorityClass, when gang scheduling is on (a gang's minResources are ordered by them)."""
+    context: tuple[ChildType, ...] = ()
+    """Kinds the planner reads but does not own (a TrainJob's runtimes): every object of them the
+    runtime caches is shown in `Observed.others`, whoever owns it, and a change to one plans again
+    every job of the kinds that read them (none of their objects names a job as its owner)."""
     replica_specs_map: bool = True
     """Whether the replica-specs field is a map of replica specs whose `replicas` add up to the
     job's pods (the create-to-pods metric); False for kinds whose pods come from elsewhere."""
