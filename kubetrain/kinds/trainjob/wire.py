@@ -16,6 +16,7 @@ from kubetrain.api.kinds import KindInfo
 from kubetrain.api.types import Envelope
 from kubetrain.kinds.trainjob.constants import (
     CLUSTER_TRAINING_RUNTIME,
+    CONTROLLER_NAME,
     GROUP,
     TRAINING_RUNTIME,
     TRAINJOB,
@@ -23,8 +24,6 @@ from kubetrain.kinds.trainjob.constants import (
 )
 
 JsonDict = dict[str, Any]
-CONTROLLER_NAME = "trainer.kubeflow.org/trainjob-controller"
-"""Upstream's controller (the `managedBy` default of a TrainJob)."""
 
 
 def _info(kind: str, plural: str, *, namespaced: bool = True) -> KindInfo:
