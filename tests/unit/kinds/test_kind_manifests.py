@@ -36,7 +36,9 @@ def test_the_committed_rbac_grants_exactly_the_registered_kinds() -> None:
     for target in rbac.TARGETS:
         role = yaml.safe_load((MANIFESTS / target.path).read_text(encoding="utf-8"))
         for info in SERVED_KINDS.values():
-            granted = {r for rule in role["rules"] if info.group in rule["apiGroups"] for r in rule["resources"]}
+            granted = {
+                r for rule in role["rules"] if info.group in rule["apiGroups"] for r in rule["resources"]
+            }
             assert {info.plural, f"{info.plural}/status", f"{info.plural}/finalizers"} <= granted, target.path
 
 

@@ -51,7 +51,11 @@ def test_trainjobs_are_reconciled_and_the_runtimes_only_read() -> None:
         assert reg.kind in registry.REGISTERED_KINDS
     for reg in runtimes:
         assert not reg.reconciled and reg.kind not in registry.SERVED_KINDS
-    runtime = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime", "metadata": {"name": "r"}}
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "r"},
+    }
     assert registry.plan(runtime, Observed(), datetime(2026, 1, 1, tzinfo=UTC), ControllerConfig()) == Plan()
 
 
