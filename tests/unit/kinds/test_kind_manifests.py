@@ -42,30 +42,28 @@ def test_the_committed_rbac_grants_exactly_the_registered_kinds() -> None:
             assert {info.plural, f"{info.plural}/status", f"{info.plural}/finalizers"} <= granted, target.path
 
 
+def _verbs(role: dict, group: str, plural: str) -> set[str]:
+    return {
+        v
+        for rule in role["rules"]
+        if group in rule["apiGroups"] and plural in rule["resources"]
+        for v in rule["verbs"]
+    }
+
+
 def test_the_committed_rbac_grants_a_trainjobs_jobsets_and_runtimes() -> None:
     """The hand-written rule covers the TrainJob planner's JobSets; its context kinds (the
     runtimes) are read through the generated rules."""
+    trainjob = BY_KIND["TrainJob"]
     for target in rbac.TARGETS:
         role = yaml.safe_load((MANIFESTS / target.path).read_text(encoding="utf-8"))
-
-        def verbs(group: str, plural: str) -> set[str]:
-            return {
-                v
-                for rule in role["rules"]
-                if group in rule["apiGroups"] and plural in rule["resources"]
-                for v in rule["verbs"]
-            }
-
-        for reg in [BY_KIND["TrainJob"]]:
-            for child in reg.children:
-                group = child.api_version.rpartition("/")[0]
-                assert {"get", "list", "watch", "create", "patch"} <= verbs(group, child.plural), (
-                    target.path,
-                    child.key,
-                )
-            for ctx in reg.observe.context:
-                group = ctx.api_version.rpartition("/")[0]
-                assert {"list", "watch"} <= verbs(group, ctx.plural), (target.path, ctx.key)
+        for child in trainjob.children:
+            group = child.api_version.rpartition("/")[0]
+            wanted = {"get", "list", "watch", "create", "patch", "delete"}
+            assert wanted <= _verbs(role, group, child.plural), (target.path, child.key)
+        for ctx in trainjob.observe.context:
+            group = ctx.api_version.rpartition("/")[0]
+            assert {"list", "watch"} <= _verbs(role, group, ctx.plural), (target.path, ctx.key)
 
 
 def test_check_names_the_stale_role(tmp_path: Path) -> None:
