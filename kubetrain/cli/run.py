@@ -222,7 +222,7 @@ class JobRun:
                 if not exc.already_exists:  # kept from an earlier run of a --data-dir plane
                     raise
         await client.create(self.loaded.raw, self.namespace)
-        follower = JobLogFollower(client, self.name, self.emit)
+        follower = JobLogFollower(client, self.name, self.emit, kind=self.info.kind)
         # On a terminal the status line lives on stdout's console: what is said goes above it.
         status_console = out if out.is_terminal else err
 
@@ -230,7 +230,9 @@ class JobRun:
             status_console.print(line, style="red" if alarming else "yellow", markup=False, highlight=False)
 
         replicas = sum(jobstate.desired_replicas(self.loaded.raw, self.info).values())
-        self.narrator = PodNarrator(client, self.name, say, self.args.quiet_after, replicas or None)
+        self.narrator = PodNarrator(
+            client, self.name, say, self.args.quiet_after, replicas or None, kind=self.info.kind
+        )
         view = StatusView(status_console, self.info, self.name, live=False if self.args.no_status else None)
         tasks = [
             asyncio.create_task(follower.run(), name="follow logs"),

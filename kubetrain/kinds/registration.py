@@ -22,7 +22,7 @@ import yaml
 
 from kubetrain.api.crds import crd_for
 from kubetrain.api.fielderrors import ErrorList
-from kubetrain.api.kinds import KindInfo
+from kubetrain.api.kinds import LABEL_JOB_NAME, KindInfo
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.plan import Observed, Plan
 from kubetrain.frameworks.base import Framework
@@ -147,6 +147,9 @@ class KindRegistration:
     """Upstream's CRD, served as it is (None: generated from `versions`)."""
     admission_reads: tuple[KindInfo, ...] = ()
     """The kinds `admit` looks up (a TrainJob's runtimes): the operator's webhook caches them."""
+    pod_job_label: str = LABEL_JOB_NAME
+    """The label holding the job's name on its pods, how the client and CLI find them (a
+    TrainJob's pods are its JobSet's: `jobset.sigs.k8s.io/jobset-name`, the same name)."""
 
     @property
     def reconciled(self) -> bool:

@@ -16,6 +16,7 @@ from kubetrain.kinds.trainjob.crd import CLUSTER_TRAINING_RUNTIMES_CRD, TRAINING
 from kubetrain.kinds.trainjob.planner import (
     CLUSTER_TRAINING_RUNTIME_CONTEXT,
     JOBSET_CHILD,
+    JOBSET_NAME_LABEL,
     TRAINING_RUNTIME_CONTEXT,
     plan,
 )
@@ -45,6 +46,7 @@ TRAINJOB_REGISTRATION = KindRegistration(
     admit=admit_trainjob,
     shipped_crd=TRAINJOBS_CRD,
     admission_reads=(TRAINING_RUNTIME_INFO, CLUSTER_TRAINING_RUNTIME_INFO),
+    pod_job_label=JOBSET_NAME_LABEL,
 )
 TRAINING_RUNTIME_REGISTRATION = KindRegistration(
     versions=(TRAINING_RUNTIME_INFO,),

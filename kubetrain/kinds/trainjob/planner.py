@@ -64,6 +64,8 @@ from kubetrain.kube.timefmt import parse_time
 
 JsonDict = dict[str, Any]
 JOBSET = (JOBSET_API_VERSION, JOBSET_KIND)
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+"""On every pod of a JobSet (its name: the TrainJob's); how the client finds a TrainJob's pods."""
 JOBSET_CHILD = ChildType(JOBSET_API_VERSION, JOBSET_KIND, "jobsets", None)
 TRAINING_RUNTIME_CONTEXT = ChildType(API_VERSION, TRAINING_RUNTIME, "trainingruntimes", None)
 CLUSTER_TRAINING_RUNTIME_CONTEXT = ChildType(
