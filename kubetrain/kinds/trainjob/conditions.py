@@ -8,12 +8,14 @@ from typing import Any
 JsonDict = dict[str, Any]
 
 
-def find(conditions: list[Any], cond_type: str) -> JsonDict | None:
+def find(conditions: object, cond_type: str) -> JsonDict | None:
+    if not isinstance(conditions, list):
+        return None
     return next((c for c in conditions if isinstance(c, dict) and c.get("type") == cond_type), None)
 
 
 def is_true(status: JsonDict, cond_type: str) -> bool:
-    cond = find(status.get("conditions") or [], cond_type)
+    cond = find(status.get("conditions"), cond_type)
     return cond is not None and cond.get("status") == "True"
 
 

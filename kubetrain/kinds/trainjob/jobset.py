@@ -36,11 +36,20 @@ from kubetrain.kinds.trainjob.info import Info
 JsonDict = dict[str, Any]
 
 
+def _child(obj: JsonDict, key: str) -> JsonDict:
+    """`obj[key]`, an object (made one when absent or malformed: a planner never raises)."""
+    value = obj.get(key)
+    if not isinstance(value, dict):
+        value = obj[key] = {}
+    return value
+
+
+def _job_spec(rjob: JsonDict) -> JsonDict:
+    return _child(_child(rjob, "template"), "spec")
+
+
 def _pod_spec(rjob: JsonDict) -> JsonDict:
-    template = rjob.setdefault("template", {})
-    job_spec = template.setdefault("spec", {})
-    pod_template = job_spec.setdefault("template", {})
-    return pod_template.setdefault("spec", {})
+    return _child(_child(_job_spec(rjob), "template"), "spec")
 
 
 def _ancestor(rjob: JsonDict) -> str | None:
@@ -55,7 +64,7 @@ def _apply_pod_sets(info: Info, spec: JsonDict) -> None:
     for index, ps in enumerate(info.pod_sets):
         if index >= len(rjobs) or not isinstance(rjobs[index], dict):
             continue
-        job_spec = rjobs[index].setdefault("template", {}).setdefault("spec", {})
+        job_spec = _job_spec(rjobs[index])
         job_spec["parallelism"] = ps.count
         job_spec["completions"] = ps.count
         containers = as_list(_pod_spec(rjobs[index]).get("containers"))
@@ -98,7 +107,11 @@ def _initializers(spec: JsonDict, trainjob: JsonDict) -> None:
             upsert_all(container, "env", as_list(config.get("env")), "name")
             secret = as_dict(config.get("secretRef"))
             if secret:
-                container.setdefault("envFrom", []).append({"secretRef": {"name": secret.get("name")}})
+                env_from = container.get("envFrom")
+                container["envFrom"] = [
+                    *(env_from if isinstance(env_from, list) else []),
+                    {"secretRef": {"name": secret.get("name")}},
+                ]
 
 
 def _run_launcher_as_node(info: Info) -> bool:
@@ -114,7 +127,7 @@ def _trainer(info: Info, spec: JsonDict, trainjob: JsonDict) -> None:
             continue
         if _ancestor(rjob) == ANCESTOR_TRAINER and trainer_ps is not None:
             rjob["replicas"] = DEFAULT_JOB_REPLICAS
-            job_spec = rjob["template"]["spec"]
+            job_spec = _job_spec(rjob)
             job_spec["parallelism"] = trainer_ps.count
             job_spec["completions"] = trainer_ps.count
         if not isinstance(trainer, dict):
@@ -158,6 +171,11 @@ def build(info: Info, trainjob: JsonDict, owner: JsonDict) -> JsonDict:
     return {"apiVersion": JOBSET_API_VERSION, "kind": JOBSET_KIND, "metadata": jmeta, "spec": spec}
 
 
+def _count(value: object) -> int:
+    """A replicated job's count as the TrainJob reports it (int32 on the wire; garbage is 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def status_from(jobset: JsonDict, status: JsonDict, stamp: str) -> None:
     """`JobSet.Status`: the JobSet's Completed/Failed (True) become the TrainJob's Complete/Failed,
     reason and message kept; `jobsStatus` is one entry per replicated job's status."""
@@ -169,12 +187,8 @@ def status_from(jobset: JsonDict, status: JsonDict, stamp: str) -> None:
             set_status_condition(status, {**cond, "type": target}, stamp)
     statuses = [
         {
-            "name": item.get("name", ""),
-            "ready": int(item.get("ready") or 0),
-            "succeeded": int(item.get("succeeded") or 0),
-            "failed": int(item.get("failed") or 0),
-            "active": int(item.get("active") or 0),
-            "suspended": int(item.get("suspended") or 0),
+            "name": str(item.get("name") or ""),
+            **{key: _count(item.get(key)) for key in ("ready", "succeeded", "failed", "active", "suspended")},
         }
         for item in as_list(jstatus.get("replicatedJobsStatus"))
         if isinstance(item, dict)

@@ -149,7 +149,7 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
 
     def reconcile(self, ctx: Ctx) -> None:
         job, status = ctx.job, ctx.status.data
-        failed = find(status.get("conditions") or [], COND_FAILED)
+        failed = find(status.get("conditions"), COND_FAILED)
         if failed is None or failed.get("reason") != REASON_DEADLINE_EXCEEDED:
             remove(status, COND_FAILED)
         key = runtime_key(job.raw)
@@ -218,12 +218,15 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
         ):
             return
         start = parse_time(ctx.job.metadata.get("creationTimestamp"))
-        resumed = find(status.get("conditions") or [], COND_SUSPENDED)
+        resumed = find(status.get("conditions"), COND_SUSPENDED)
         if resumed is not None and resumed.get("status") == "False":
             start = parse_time(resumed.get("lastTransitionTime")) or start
         if start is None:
             return
-        deadline = start + timedelta(seconds=seconds)
+        try:
+            deadline = start + timedelta(seconds=seconds)
+        except OverflowError:  # past any date a datetime holds: never
+            return
         if ctx.now > deadline:
             new = {"type": COND_FAILED, "status": "True", "reason": REASON_DEADLINE_EXCEEDED}
             set_status_condition(status, {**new, "message": MESSAGE_DEADLINE_EXCEEDED}, ctx.stamp)
