@@ -154,3 +154,14 @@ def test_run_takes_the_job_with_the_runtime_it_reads_from_the_same_file() -> Non
     assert [c["kind"] for c in loaded.companions] == ["ClusterTrainingRuntime"]
     with pytest.raises(InvalidInput, match="holds 2 jobs"):
         load_one(TRAINJOB_EXAMPLE)  # the client's create/apply take one object
+
+
+def test_a_trainjobs_names_carry_its_group() -> None:
+    from kubetrain.cli.output import names
+
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"}}
+    pytorch = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"}}
+    assert names([trainjob, pytorch]) == "trainjob.trainer.kubeflow.org/t\npytorchjob.kubeflow.org/p"
+    assert str(ValidationError([], "TrainJob", "t")).startswith(
+        'TrainJob.trainer.kubeflow.org "t" is invalid'
+    )
