@@ -10,6 +10,7 @@ import yaml
 from cli_builders import pytorchjob
 
 from kubetrain.api.jobs import parse_job
+from kubetrain.cli.output import names
 from kubetrain.client.errors import EXIT_INVALID, InvalidInput, ValidationError
 from kubetrain.client.source import load_jobs, load_one, load_run
 from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
@@ -157,8 +158,6 @@ def test_run_takes_the_job_with_the_runtime_it_reads_from_the_same_file() -> Non
 
 
 def test_a_trainjobs_names_carry_its_group() -> None:
-    from kubetrain.cli.output import names
-
     trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"}}
     pytorch = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"}}
     assert names([trainjob, pytorch]) == "trainjob.trainer.kubeflow.org/t\npytorchjob.kubeflow.org/p"
