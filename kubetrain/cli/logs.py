@@ -189,6 +189,7 @@ async def _follow_job(
         timestamps=args.timestamps,
         include_init=False,
         tail=args.tail,
+        kind=kind,
     )
     task = asyncio.create_task(follower.run())
     try:

@@ -36,8 +36,10 @@ class PodNarrator:
         say: Say,
         quiet_after: float = QUIET_AFTER,
         job_pods: int | None = None,
+        kind: str | None = None,
     ) -> None:
         self.client = client
+        self.kind = kind
         self.job_pods = job_pods
         """How many pods the job will have (its replicas): a gang asking more never fills."""
         self.job_name = job_name
@@ -62,7 +64,7 @@ class PodNarrator:
 
     async def run(self) -> None:
         """Watch the pods until cancelled (a finished job's pods stay, so it never ends itself)."""
-        async for etype, pod in self.client.watch_pods(self.job_name):
+        async for etype, pod in self.client.watch_pods(self.job_name, kind=self.kind):
             uid = str((pod.get("metadata") or {}).get("uid", ""))
             self.seen[uid] = str((pod.get("metadata") or {}).get("name", ""))
             if etype == "DELETED":

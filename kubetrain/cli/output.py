@@ -81,7 +81,7 @@ def job_rows(
         meta = job.get("metadata") or {}
         name = str(meta.get("name", ""))
         if show_kind:
-            name = f"{str(job.get('kind', '')).lower()}.kubeflow.org/{name}"
+            name = f"{_resource(job)}/{name}"
         row = [str(meta.get("namespace", ""))] * show_namespace
         row += [name, jobstate.state(job), age(meta.get("creationTimestamp"), now)]
         if wide:
@@ -104,4 +104,10 @@ def as_document(objs: Sequence[JsonDict], single: bool, fmt: str) -> str:
 
 def names(objs: Sequence[JsonDict]) -> str:
     """`-o name`: `pytorchjob.kubeflow.org/x` per line."""
-    return "\n".join(f"{str(o.get('kind', '')).lower()}.kubeflow.org/{o['metadata']['name']}" for o in objs)
+    return "\n".join(f"{_resource(o)}/{o['metadata']['name']}" for o in objs)
+
+
+def _resource(obj: JsonDict) -> str:
+    """`pytorchjob.kubeflow.org`, `trainjob.trainer.kubeflow.org`: kind and group, as kubectl names it."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0] or "kubeflow.org"
+    return f"{str(obj.get('kind', '')).lower()}.{group}"

@@ -46,9 +46,10 @@ from kubetrain.client.aio import AsyncClient
 from kubetrain.client.errors import KubetrainError, NotFound
 from kubetrain.client.joblogs import JobLogFollower, Stream
 from kubetrain.client.kinds import resolve_kind
-from kubetrain.client.source import STDIN, LoadedJob, load_one
+from kubetrain.client.source import STDIN, LoadedJob, load_run
 from kubetrain.embedded.node.workdir import kept_directories
 from kubetrain.history.store import HISTORY_FILE
+from kubetrain.kube.errors import ApiError
 
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
 LOG_DRAIN_SECONDS = 5.0
@@ -119,7 +120,7 @@ def register(sub: SubParsers) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.dashboard and not valid_port(args.dashboard_port):
         return 2
-    loaded = load_one(args.file)  # invalid input: exit 2 before starting anything
+    loaded = load_run(args.file)  # invalid input: exit 2 before starting anything
     for warning in loaded.warnings:
         err.print(f"Warning: {warning}", style="yellow", markup=False)
     info = resolve_kind(loaded.kind)
@@ -214,8 +215,14 @@ class JobRun:
                 err.print(f"{pod} wrote its files in {path}", style="dim", markup=False)
 
     async def _session(self, plane: LocalPlane, client: AsyncClient, interrupts: Interrupts) -> int:
+        for companion in self.loaded.companions:  # what the job reads (its runtime) exists first
+            try:
+                await client.kube.create(companion, namespace=self.namespace)
+            except ApiError as exc:
+                if not exc.already_exists:  # kept from an earlier run of a --data-dir plane
+                    raise
         await client.create(self.loaded.raw, self.namespace)
-        follower = JobLogFollower(client, self.name, self.emit)
+        follower = JobLogFollower(client, self.name, self.emit, kind=self.info.kind)
         # On a terminal the status line lives on stdout's console: what is said goes above it.
         status_console = out if out.is_terminal else err
 
@@ -223,7 +230,9 @@ class JobRun:
             status_console.print(line, style="red" if alarming else "yellow", markup=False, highlight=False)
 
         replicas = sum(jobstate.desired_replicas(self.loaded.raw, self.info).values())
-        self.narrator = PodNarrator(client, self.name, say, self.args.quiet_after, replicas or None)
+        self.narrator = PodNarrator(
+            client, self.name, say, self.args.quiet_after, replicas or None, kind=self.info.kind
+        )
         view = StatusView(status_console, self.info, self.name, live=False if self.args.no_status else None)
         tasks = [
             asyncio.create_task(follower.run(), name="follow logs"),

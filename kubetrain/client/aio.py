@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from kubetrain.api.kinds import LABEL_JOB_NAME, KindInfo
+from kubetrain.api.kinds import KindInfo
 from kubetrain.client import jobstate
 from kubetrain.client.describe import render_describe
 from kubetrain.client.diagnosis import pod_findings
@@ -29,7 +29,7 @@ from kubetrain.client.errors import (
     Unreachable,
     WaitTimeout,
 )
-from kubetrain.client.kinds import all_kinds, resolve_kind
+from kubetrain.client.kinds import all_kinds, pod_selector, resolve_kind
 from kubetrain.client.kubeconfig import resolve
 from kubetrain.client.logstream import stream_pod_log
 from kubetrain.client.source import JobSource, load_one
@@ -381,7 +381,7 @@ class AsyncClient:
 
         async def until_stuck_or(goal: Awaitable[JsonDict]) -> JsonDict:
             reached = asyncio.ensure_future(goal)
-            stuck = asyncio.ensure_future(self._stuck(name))
+            stuck = asyncio.ensure_future(self._stuck(name, info.kind))
             try:
                 done, _ = await asyncio.wait({reached, stuck}, return_when=asyncio.FIRST_COMPLETED)
                 finished = reached if reached in done else stuck
@@ -400,10 +400,10 @@ class AsyncClient:
                 f'{info.singular} "{name}" did not reach {" or ".join(wanted)} within {timeout:g}s'
             ) from None
 
-    async def _stuck(self, name: str) -> str:
+    async def _stuck(self, name: str, kind: str | None = None) -> str:
         """Returns the first fatal finding about the job's pods (never returns otherwise)."""
         nodes: list[JsonDict] | None = None
-        async for etype, pod in self.watch_pods(name):
+        async for etype, pod in self.watch_pods(name, kind=kind):
             if etype == "DELETED":
                 continue
             unschedulable = any(
@@ -422,25 +422,26 @@ class AsyncClient:
     # -- pods, logs, events ------------------------------------------------------------------
 
     async def pods(self, kind: str, name: str) -> JsonList:
-        """The job's pods (label `training.kubeflow.org/job-name=<name>`), by replica type and index."""
-        resolve_kind(kind)
+        """The job's pods (label `training.kubeflow.org/job-name=<name>`, or the one its kind's
+        registration names), by replica type and index."""
+        info = resolve_kind(kind)
         try:
             items, _ = await self.kube.list(
-                "v1", "pods", self.namespace, label_selector=f"{LABEL_JOB_NAME}={name}"
+                "v1", "pods", self.namespace, label_selector=pod_selector(info.kind, name)
             )
         except ApiError as err:
             raise api_failure(err) from None
         return sorted(items, key=jobstate.replica_sort_key)
 
     async def watch_pods(
-        self, name: str, on_listed: Callable[[], None] | None = None
+        self, name: str, on_listed: Callable[[], None] | None = None, *, kind: str | None = None
     ) -> AsyncIterator[tuple[str, JsonDict]]:
         """`(type, pod)` for the job's pods: ADDED for each existing one, then every change.
 
         Reconnects (and relists, reporting every pod again as ADDED) when the watch drops, so a
         consumer must treat events as "the pod now looks like this" -- level-triggered.
         """
-        selector = f"{LABEL_JOB_NAME}={name}"
+        selector = pod_selector(kind, name)
         while True:
             try:
                 items, rv = await self.kube.list("v1", "pods", self.namespace, label_selector=selector)

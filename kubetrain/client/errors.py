@@ -44,6 +44,15 @@ class InvalidInput(KubetrainError):
     exit_code = EXIT_INVALID
 
 
+def group_of(kind: str) -> str:
+    """The API group of a registered kind (`kubeflow.org` for an unknown one), as kubectl's
+    `<Kind>.<group> "<name>" is invalid` names it."""
+    from kubetrain.kinds.registry import registration_for  # lazily: `kubetrain --help` stays light
+
+    reg = registration_for(kind)
+    return reg.info.group if reg is not None else "kubeflow.org"
+
+
 class ValidationError(KubetrainError):
     """The job was refused by local validation (the same rules as the upstream webhook).
 
@@ -60,7 +69,7 @@ class ValidationError(KubetrainError):
         self.name = name
         self.source = source
         where = f"{source}: " if source else ""
-        what = f'{kind}.kubeflow.org "{name}" is invalid' if kind else "the job is invalid"
+        what = f'{kind}.{group_of(kind)} "{name}" is invalid' if kind else "the job is invalid"
         lines = "\n".join(f"  - {e}" for e in self.errors)
         super().__init__(f"{where}{what}:\n{lines}")
 

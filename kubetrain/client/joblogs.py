@@ -88,9 +88,11 @@ class JobLogFollower:
         timestamps: bool = False,
         include_init: bool = True,
         tail: int | None = None,
+        kind: str | None = None,
     ) -> None:
         self.client = client
         self.job_name = job_name
+        self.kind = kind
         self.emit = emit
         self.replica = replica.lower() if replica else None
         self.timestamps = timestamps
@@ -108,7 +110,7 @@ class JobLogFollower:
 
     async def run(self) -> None:
         try:
-            async for etype, pod in self.client.watch_pods(self.job_name, self.listed.set):
+            async for etype, pod in self.client.watch_pods(self.job_name, self.listed.set, kind=self.kind):
                 if etype != "DELETED":
                     self.consider(pod)
         finally:

@@ -12,6 +12,9 @@ from kubetrain.api.kinds import LABEL_JOB_ROLE, LABEL_REPLICA_INDEX, LABEL_REPLI
 
 JsonDict = dict[str, Any]
 FINISHED = ("Succeeded", "Failed")
+JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 def conditions(job: JsonDict) -> list[JsonDict]:
@@ -86,6 +89,13 @@ def replica_label(pod: JsonDict, job_name: str = "") -> str:
     rtype, index = labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_REPLICA_INDEX)
     if rtype is not None and index is not None:
         return f"{str(rtype).lower()}-{index}"
+    rjob, job_index, completion = (
+        labels.get(k) for k in (JOBSET_REPLICATED_JOB, JOBSET_JOB_INDEX, COMPLETION_INDEX)
+    )
+    if rjob is not None and job_index is not None and completion is not None:
+        return (
+            f"{rjob}-{job_index}-{completion}"  # a JobSet's pod (a TrainJob's): its name without the suffix
+        )
     if str(rtype or labels.get(LABEL_JOB_ROLE, "")).lower() == "launcher":
         return "launcher"  # an MPIJob's single launcher (v2beta1: a batch Job's pod, random suffix)
     name = str((pod.get("metadata") or {}).get("name", ""))

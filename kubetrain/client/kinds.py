@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kubetrain.api.kinds import KindInfo
+from kubetrain.api.kinds import LABEL_JOB_NAME, KindInfo
 from kubetrain.client.errors import UnknownKind
-from kubetrain.kinds.registry import SERVED_KINDS
+from kubetrain.kinds.registry import SERVED_KINDS, registration_for
 
 ALL_KINDS: Mapping[str, KindInfo] = SERVED_KINDS
 
@@ -37,6 +37,13 @@ def resolve_kind(name: str, kinds: Mapping[str, KindInfo] | None = None) -> Kind
         if candidate in {n.lower() for n in _names(info)}:
             return info
     raise UnknownKind(name, [info.singular for info in registry.values()])
+
+
+def pod_selector(kind: str | None, name: str) -> str:
+    """The label selector of a job's pods (`training.kubeflow.org/job-name=<name>` unless its
+    registration names another label)."""
+    reg = registration_for(kind)
+    return f"{reg.pod_job_label if reg is not None else LABEL_JOB_NAME}={name}"
 
 
 def all_kinds(kinds: Mapping[str, KindInfo] | None = None) -> list[KindInfo]:

@@ -18,7 +18,13 @@ from kubetrain.api.jobs import job_to_dict, load_documents
 from kubetrain.api.types import TrainingJob
 from kubetrain.api.validation import validate_raw_with_warnings
 from kubetrain.client.errors import InvalidInput, ValidationError
-from kubetrain.kinds.registry import REPLICA_SPEC_KINDS, has_offline_rules, offline_problems
+from kubetrain.kinds.registry import (
+    REPLICA_SPEC_KINDS,
+    has_offline_rules,
+    is_companion,
+    offline_problems,
+    offline_verdict,
+)
 from kubetrain.kube.annotations import WORKDIR as WORKDIR_ANNOTATION
 
 JsonDict = dict[str, Any]
@@ -34,6 +40,9 @@ class LoadedJob:
     raw: JsonDict
     source: str
     warnings: tuple[str, ...] = ()
+    companions: tuple[JsonDict, ...] = ()
+    """Objects of kinds no controller runs that the file holds besides the job (a TrainJob's
+    runtime): `kubetrain run` applies them first (`load_run`)."""
 
     @property
     def kind(self) -> str:
@@ -122,6 +131,15 @@ def load_jobs(source: JobSource) -> list[LoadedJob]:
         if has_offline_rules(doc):
             out.append(_load_extra(doc, where))
             continue
+        verdict = offline_verdict(doc)
+        if verdict is not None:
+            kind = str(doc.get("kind", ""))
+            if verdict.errors:
+                raise ValidationError(verdict.errors, kind, _name_of(doc), where)
+            if verdict.message:
+                raise InvalidInput(f'{where}: {kind} "{_name_of(doc)}" is invalid: {verdict.message}')
+            out.append(LoadedJob(doc, where, verdict.warnings))
+            continue
         _, info, result = validate_raw_with_warnings(doc, kinds=REPLICA_SPEC_KINDS)
         if result.errors:
             raise ValidationError(result.errors, info.kind if info else "", _name_of(doc), where)
@@ -182,6 +200,19 @@ def _load_extra(doc: JsonDict, where: str) -> LoadedJob:
 def _name_of(doc: Any) -> str:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+
+
+def load_run(source: JobSource) -> LoadedJob:
+    """The single job of a source with the objects it reads that the source holds too (a
+    TrainJob with its runtime), as `kubetrain run` takes them: the job, `companions` the rest."""
+    loaded = load_jobs(source)
+    jobs = [job for job in loaded if not is_companion(job.raw)]
+    if len(jobs) != 1:
+        label = loaded[0].source.split(" (")[0]
+        raise InvalidInput(f"{label}: holds {len(jobs)} jobs; give one job per file")
+    companions = tuple(job.raw for job in loaded if is_companion(job.raw))
+    warnings = tuple(w for job in loaded for w in job.warnings)
+    return LoadedJob(jobs[0].raw, jobs[0].source, warnings, companions)
 
 
 def load_one(source: JobSource) -> LoadedJob:

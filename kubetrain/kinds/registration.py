@@ -22,7 +22,7 @@ import yaml
 
 from kubetrain.api.crds import crd_for
 from kubetrain.api.fielderrors import ErrorList
-from kubetrain.api.kinds import KindInfo
+from kubetrain.api.kinds import LABEL_JOB_NAME, KindInfo
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.plan import Observed, Plan
 from kubetrain.frameworks.base import Framework
@@ -87,6 +87,10 @@ class ObserveHints:
     """The pods of the job's batch/v1 Jobs (their controller is the Job, not the job)."""
     priority_classes: bool = False
     """Every PriorityClass, when gang scheduling is on (a gang's minResources are ordered by them)."""
+    context: tuple[ChildType, ...] = ()
+    """Kinds the planner reads but does not own (a TrainJob's runtimes): every object of them the
+    runtime caches is shown in `Observed.others`, whoever owns it, and a change to one plans again
+    every job of the kinds that read them (none of their objects names a job as its owner)."""
     replica_specs_map: bool = True
     """Whether the replica-specs field is a map of replica specs whose `replicas` add up to the
     job's pods (the create-to-pods metric); False for kinds whose pods come from elsewhere."""
@@ -143,6 +147,9 @@ class KindRegistration:
     """Upstream's CRD, served as it is (None: generated from `versions`)."""
     admission_reads: tuple[KindInfo, ...] = ()
     """The kinds `admit` looks up (a TrainJob's runtimes): the operator's webhook caches them."""
+    pod_job_label: str = LABEL_JOB_NAME
+    """The label holding the job's name on its pods, how the client and CLI find them (a
+    TrainJob's pods are its JobSet's: `jobset.sigs.k8s.io/jobset-name`, the same name)."""
 
     @property
     def reconciled(self) -> bool:

@@ -30,7 +30,7 @@ from kubetrain.frameworks.pytorch import PYTORCH
 from kubetrain.frameworks.tensorflow import TENSORFLOW
 from kubetrain.frameworks.xgboost import XGBOOST
 from kubetrain.kinds import caffe2job, chainerjob, mpijob, trainjob
-from kubetrain.kinds.registration import CounterFamily, KindRegistration
+from kubetrain.kinds.registration import CounterFamily, KindRegistration, Verdict
 from kubetrain.kinds.training_operator import MXJOB_DEPRECATED, generic
 
 JsonDict = dict[str, Any]
@@ -148,6 +148,23 @@ def has_offline_rules(doc: Any) -> bool:
     """Whether `doc` is of a kind the webhook does not validate, checked by its controller's rules."""
     reg = registration_for(doc.get("kind")) if isinstance(doc, dict) else None
     return reg is not None and reg.problems is not None
+
+
+def offline_verdict(doc: Any) -> Verdict | None:
+    """The verdict of a kind's own webhook rules (`admit`) on `doc` offline: without a lookup, so
+    what the object itself holds (a TrainJob's runtime is checked once it is applied); None for a
+    kind without such rules."""
+    reg = registration_for(doc.get("kind")) if isinstance(doc, dict) else None
+    if reg is None or reg.admit is None:
+        return None
+    return reg.admit(doc, None, None)
+
+
+def is_companion(doc: Any) -> bool:
+    """Whether `doc` is of a registered kind no controller runs (a Trainer runtime): what a job
+    reads, applied before it when a file holds both (`kubetrain run`)."""
+    reg = registration_for(doc.get("kind")) if isinstance(doc, dict) else None
+    return reg is not None and not reg.reconciled
 
 
 def offline_problems(doc: JsonDict) -> list[str]:

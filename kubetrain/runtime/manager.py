@@ -14,6 +14,8 @@ a pass from the plan's own signals:
 
 * `batch_job_pods`: the pods of the job's batch/v1 Jobs (their controller is the Job): they are
   shown to the planner and their events reach the job through the Job's own controller reference;
+* `context`: kinds a planner reads but does not own (owned by no job): every cached object of
+  them is shown, and a change to one queues every job of the kinds that read them;
 * `namesakes`: objects of a watched kind in the job's namespace named `<job>` or `<job>-...` that
   the job does not control, so the planner can refuse them instead of creating over them;
 * `Plan.retry`: the pass counts as an error and is retried with backoff (a refused namesake);
@@ -216,6 +218,8 @@ class Manager:
         self.child_informers: dict[str, Informer] = {}
         self.child_types: dict[str, ChildType] = {}
         self._services_by_owner = False
+        self._context_keys: set[str] = set()
+        """The `context` kinds of the served kinds' observe hints (listed whole, owned by no job)."""
         self.applier = Applier(
             client,
             self.expectations,
@@ -315,6 +319,10 @@ class Manager:
         requested = list(self.planner.children(self.controller_config, list(self.kinds)))
         if self.controller_config.gang_scheduling and self._observes(lambda hints: hints.priority_classes):
             requested.append(PRIORITY_CLASS)
+        for kind in self.kinds:
+            for ct in self.registrations[kind].observe.context:
+                self._context_keys.add(ct.key)
+                requested.append(ct)
         for ct in requested:
             if ct.key == SERVICE_KEY:
                 self._services_by_owner = True
@@ -400,6 +408,9 @@ class Manager:
         obj = change.new or change.old
         assert obj is not None
         meta = obj["metadata"]
+        if self._context_keys and f"{obj.get('apiVersion')}/{obj.get('kind')}" in self._context_keys:
+            self._context_changed(f"{obj.get('apiVersion')}/{obj.get('kind')}")
+            return
         owner = controller_owner(obj)
         if owner is None:
             return
@@ -424,6 +435,15 @@ class Manager:
             # Like the Job controller, a deletionTimestamp already counts as the observed delete.
             self.expectations.deletion_observed(key, child)
         self._child_changed(kc, key)
+
+    def _context_changed(self, key: str) -> None:
+        """A context object changed (a runtime created late): every job of the kinds reading this
+        kind is planned again (level-triggered: a planner that found nothing may now find it)."""
+        for kc in self.controllers.values():
+            if any(ct.key == key for ct in kc.registration.observe.context):
+                for job in kc.informer.store.list():
+                    meta = job["metadata"]
+                    kc.queue.add(job_key(kc.info.kind, meta.get("namespace", ""), meta["name"]))
 
     def _child_changed(self, kc: KindController, key: str) -> None:
         """Queue the job of a changed child: at once, or batched when its plans are costly."""
@@ -473,7 +493,7 @@ class Manager:
                     if (p["metadata"].get("labels") or {}).get(JOB_NAME_LABEL) == name
                     and p["metadata"].get("namespace") == ns
                 ]
-            elif key == PRIORITY_CLASS.key:
+            elif key == PRIORITY_CLASS.key or key in self._context_keys:
                 others[key] = informer.store.list()
                 continue
             elif key == SERVICE_KEY:
@@ -489,7 +509,7 @@ class Manager:
         if hints is not None and hints.namesakes:
             pods = _merged(pods, self._namesakes(POD_KEY, ns, name))
             for key in others:
-                if key != PRIORITY_CLASS.key:
+                if key != PRIORITY_CLASS.key and key not in self._context_keys:
                     others[key] = _merged(others[key], self._namesakes(key, ns, name))
         return Observed(pods=pods, services=services, others=others)
 

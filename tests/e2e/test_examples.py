@@ -225,3 +225,22 @@ def test_backoff_exceeded_keeps_pods(tmp_path: Path) -> None:
 def test_backoff_exceeded_clean_all(tmp_path: Path) -> None:
     run, pods, _ = _backoff_exceeded(tmp_path, "job-clean-all.yaml", "backoff-exceeded-clean-all")
     assert pods == [], f"cleanPodPolicy All left {[p['metadata']['name'] for p in pods]}\n{run.describe()}"
+
+
+def test_trainjob_torch(tmp_path: Path) -> None:
+    """A TrainJob (Trainer v2) on upstream's torch-distributed runtime, which the file holds too:
+    torchrun on 2 nodes from the torch plugin's PET_* env."""
+    require_modules("torch", "sklearn")
+    run = run_job(copy_example("trainjob-torch", tmp_path) / "trainjob.yaml")
+    succeeded(run, "trainjob", "trainjob-torch")
+    for replica in ("node-0-0", "node-0-1"):
+        run.one(r"joined via trainjob-torch-node-0-0\.trainjob-torch:29400", replica)
+        run.one(r"identical_on_all_ranks=True", replica)
+    final = run.one(
+        r"final loss (?P<last>[\d.]+) \(first epoch (?P<first>[\d.]+)\), "
+        r"test accuracy (?P<acc>[\d.]+), world size 2",
+        "node-0-0",
+    )
+    last, first, acc = floats(final, "last", "first", "acc")
+    assert last < first / 2, run.describe()
+    assert acc > ACCURACY_FLOOR, run.describe()

@@ -1,18 +1,25 @@
 """Kubeflow Trainer v2's API (`trainer.kubeflow.org/v1alpha1`), one package: TrainJob,
 TrainingRuntime and ClusterTrainingRuntime (cluster-scoped), each a registration.
 
-Accepted and validated, not yet run: their CRDs are upstream v2.3.0's, shipped unchanged
-(`crd.py`), served by the local plane and installed by `kubetrain install`; the webhook validates
-them with upstream's rules and messages (`validation.py`). There is no TrainJob controller yet
-(issue 14 item 2): the registrations have no planner, so the operator neither lists nor plans
-these kinds and a TrainJob stays as it was created, with no JobSet and no status. The runtimes
-will stay planner-less when it comes: a TrainJob's planner reads them, nothing reconciles them.
+Their CRDs are upstream v2.3.0's, shipped unchanged (`crd.py`), served by the local plane and
+installed by `kubetrain install`; the webhook validates them with upstream's rules and messages
+(`validation.py`). A TrainJob is planned (`planner.py`): its runtime read from the context the
+runtime layer lists (`ObserveHints.context`), `info.py` and the ML policy plugins (torch so far,
+`torch.py`) make the JobSet it owns (`jobset.py`), whose status becomes the TrainJob's. The
+runtimes have no planner: a TrainJob's planner reads them, nothing reconciles them.
 """
 
 from __future__ import annotations
 
-from kubetrain.kinds.registration import KindRegistration
+from kubetrain.kinds.registration import KindRegistration, ObserveHints
 from kubetrain.kinds.trainjob.crd import CLUSTER_TRAINING_RUNTIMES_CRD, TRAINING_RUNTIMES_CRD, TRAINJOBS_CRD
+from kubetrain.kinds.trainjob.planner import (
+    CLUSTER_TRAINING_RUNTIME_CONTEXT,
+    JOBSET_CHILD,
+    JOBSET_NAME_LABEL,
+    TRAINING_RUNTIME_CONTEXT,
+    plan,
+)
 from kubetrain.kinds.trainjob.validation import (
     admit_cluster_training_runtime,
     admit_training_runtime,
@@ -27,12 +34,19 @@ from kubetrain.kinds.trainjob.wire import (
 
 TRAINJOB_REGISTRATION = KindRegistration(
     versions=(TRAINJOB_INFO,),
-    planner=None,  # not run yet: item 2 of issue 14 brings its planner (runtime, plugins, JobSet)
+    planner=plan,
     parse=parser(TRAINJOB_INFO),
+    children=(JOBSET_CHILD,),
+    observe=ObserveHints(
+        namesakes=True,
+        replica_specs_map=False,
+        context=(TRAINING_RUNTIME_CONTEXT, CLUSTER_TRAINING_RUNTIME_CONTEXT),
+    ),
     webhook=True,
     admit=admit_trainjob,
     shipped_crd=TRAINJOBS_CRD,
     admission_reads=(TRAINING_RUNTIME_INFO, CLUSTER_TRAINING_RUNTIME_INFO),
+    pod_job_label=JOBSET_NAME_LABEL,
 )
 TRAINING_RUNTIME_REGISTRATION = KindRegistration(
     versions=(TRAINING_RUNTIME_INFO,),

@@ -41,3 +41,34 @@ MPI_RESERVED_ENVS = frozenset(
 XGBOOST_RESERVED_ENVS = frozenset(
     {"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"}
 )
+
+# The TrainJob controller's (upstream `pkg/constants`, `pkg/apis/trainer/v1alpha1`).
+CONTROLLER_NAME = "trainer.kubeflow.org/trainjob-controller"
+"""The `spec.managedBy` of a TrainJob this controller reconciles (the CRD's default)."""
+COND_SUSPENDED = "Suspended"
+COND_COMPLETE = "Complete"
+COND_FAILED = "Failed"
+REASON_SUSPENDED = "Suspended"
+REASON_RESUMED = "Resumed"
+REASON_RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"
+REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"
+MESSAGE_SUSPENDED = "TrainJob is suspended"
+MESSAGE_RESUMED = "TrainJob is resumed"
+EVENT_RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
+
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+JOBSET_KIND = "JobSet"
+JOBSET_COMPLETED = "Completed"
+JOBSET_FAILED = "Failed"
+
+CONTAINER_TRAINER_PORT = 29400
+"""The torchrun rendezvous port of the node container (upstream `ContainerTrainerPort`)."""
+JOB_COMPLETION_INDEX_FIELD_PATH = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+TORCH_ENV_NUM_NODES = "PET_NNODES"
+TORCH_ENV_NUM_PROC_PER_NODE = "PET_NPROC_PER_NODE"
+TORCH_ENV_NODE_RANK = "PET_NODE_RANK"
+TORCH_ENV_MASTER_ADDR = "PET_MASTER_ADDR"
+TORCH_ENV_MASTER_PORT = "PET_MASTER_PORT"
+TORCH_TUNE_ENTRYPOINT = ("tune", "run")
+INITIALIZER_ENV_STORAGE_URI = "STORAGE_URI"
+DEFAULT_JOB_REPLICAS = 1

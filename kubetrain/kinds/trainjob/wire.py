@@ -16,25 +16,25 @@ from kubetrain.api.kinds import KindInfo
 from kubetrain.api.types import Envelope
 from kubetrain.kinds.trainjob.constants import (
     CLUSTER_TRAINING_RUNTIME,
+    CONTROLLER_NAME,
     GROUP,
+    NODE,
     TRAINING_RUNTIME,
     TRAINJOB,
     VERSION,
 )
 
 JsonDict = dict[str, Any]
-CONTROLLER_NAME = "trainer.kubeflow.org/trainjob-controller"
-"""Upstream's controller (the `managedBy` default of a TrainJob)."""
 
 
-def _info(kind: str, plural: str, *, namespaced: bool = True) -> KindInfo:
+def _info(kind: str, plural: str, *, namespaced: bool = True, default_container: str = "") -> KindInfo:
     return KindInfo(
         kind=kind,
         plural=plural,
         singular=kind.lower(),
         replica_specs_field="",
         replica_types=(),
-        default_container="",
+        default_container=default_container,
         default_port_name="",
         default_port=0,
         default_restart_policy="",
@@ -50,7 +50,8 @@ def _info(kind: str, plural: str, *, namespaced: bool = True) -> KindInfo:
     )
 
 
-TRAINJOB_INFO = _info(TRAINJOB, "trainjobs")
+TRAINJOB_INFO = _info(TRAINJOB, "trainjobs", default_container=NODE)
+"""Its default container is the trainer's, `node` (what `kubetrain logs/run` leave unnamed)."""
 TRAINING_RUNTIME_INFO = _info(TRAINING_RUNTIME, "trainingruntimes")
 CLUSTER_TRAINING_RUNTIME_INFO = _info(CLUSTER_TRAINING_RUNTIME, "clustertrainingruntimes", namespaced=False)
 

@@ -1,5 +1,5 @@
 """`kubetrain up`'s plane serves Trainer v2's kinds to kubectl: upstream's shipped runtime applies
-unchanged, a TrainJob naming it is created (and not run: no TrainJob controller yet), one naming
+unchanged, a TrainJob naming it is created and gets its JobSet, one naming
 a missing runtime is refused with upstream's webhook name and message."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import yaml
 
 from kubetrain.cli.plane import LocalPlane
 from tests.integration.jobset.test_local_plane import kubectl
+from tests.polling import wait_for
 
 RUNTIME = (
     Path(__file__).resolve().parents[2]
@@ -57,7 +58,13 @@ async def test_kubectl_applies_a_shipped_runtime_and_trainjobs(tmp_path: Path) -
             'clustertrainingruntimes.trainer.kubeflow.org "no-such-runtime" not found: specified '
             "clusterTrainingRuntime must be created before the TrainJob is created"
         ) in out, out
-        code, out = await kubectl(kubeconfig, "get", "jobsets", "-o", "name")
-        assert (code, out.strip()) == (0, ""), out  # accepted, not run: no controller builds its JobSet
+
+        async def jobset() -> str:  # the accepted TrainJob runs: the operator builds its JobSet
+            code, out = await kubectl(
+                kubeconfig, "get", "jobsets", "-o", "jsonpath={.items[*].metadata.ownerReferences[0].name}"
+            )
+            return out if code == 0 and out else ""
+
+        assert await wait_for(jobset, 30, "the TrainJob's JobSet") == "mnist"
     finally:
         await plane.stop()

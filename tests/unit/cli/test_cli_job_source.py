@@ -10,8 +10,9 @@ import yaml
 from cli_builders import pytorchjob
 
 from kubetrain.api.jobs import parse_job
+from kubetrain.cli.output import names
 from kubetrain.client.errors import EXIT_INVALID, InvalidInput, ValidationError
-from kubetrain.client.source import load_jobs, load_one
+from kubetrain.client.source import load_jobs, load_one, load_run
 from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.kube.annotations import WORKDIR
 
@@ -126,3 +127,40 @@ def test_a_directory_the_job_names_itself_wins(tmp_path: Path) -> None:
         job["metadata"]["annotations"][WORKDIR] == master["metadata"]["annotations"][WORKDIR] == "/srv/code"
     )
     assert WORKDIR not in (load_one(pytorchjob()).raw["metadata"].get("annotations") or {})  # a dict: none
+
+
+TRAINJOB_EXAMPLE = REPO / "examples" / "local" / "trainjob-torch" / "trainjob.yaml"
+
+
+def test_a_trainjob_is_checked_with_its_webhooks_rules_offline() -> None:
+    runtime, job = load_jobs(TRAINJOB_EXAMPLE)
+    assert (runtime.kind, job.kind) == ("ClusterTrainingRuntime", "TrainJob")
+    bad = yaml.safe_dump(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "t"},
+            "spec": {"runtimeRef": {"name": "r", "kind": "Other"}},
+        }
+    )
+    with pytest.raises(
+        InvalidInput, match=r'TrainJob "t" is invalid: unsupported runtime: Other\.trainer\.kubeflow\.org'
+    ):
+        load_jobs(bad)
+
+
+def test_run_takes_the_job_with_the_runtime_it_reads_from_the_same_file() -> None:
+    loaded = load_run(TRAINJOB_EXAMPLE)
+    assert (loaded.kind, loaded.name) == ("TrainJob", "trainjob-torch")
+    assert [c["kind"] for c in loaded.companions] == ["ClusterTrainingRuntime"]
+    with pytest.raises(InvalidInput, match="holds 2 jobs"):
+        load_one(TRAINJOB_EXAMPLE)  # the client's create/apply take one object
+
+
+def test_a_trainjobs_names_carry_its_group() -> None:
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"}}
+    pytorch = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"}}
+    assert names([trainjob, pytorch]) == "trainjob.trainer.kubeflow.org/t\npytorchjob.kubeflow.org/p"
+    assert str(ValidationError([], "TrainJob", "t")).startswith(
+        'TrainJob.trainer.kubeflow.org "t" is invalid'
+    )

@@ -37,7 +37,7 @@ def test_other_group_is_not_ours() -> None:
 
 
 def test_all_kinds_in_registry_order() -> None:
-    assert [i.kind for i in all_kinds()] == [*KINDS, "MPIJob", "ChainerJob", "Caffe2Job"]
+    assert [i.kind for i in all_kinds()] == [*KINDS, "MPIJob", "ChainerJob", "Caffe2Job", "TrainJob"]
 
 
 @pytest.mark.parametrize(
@@ -47,6 +47,8 @@ def test_all_kinds_in_registry_order() -> None:
         ("MPIJobs", "kubeflow.org/v1"),
         ("chj", "kubeflow.org/v1alpha1"),
         ("caffe2jobs.kubeflow.org", "kubeflow.org/v1alpha1"),
+        ("trainjob", "trainer.kubeflow.org/v1alpha1"),
+        ("trainjobs.trainer.kubeflow.org", "trainer.kubeflow.org/v1alpha1"),
     ],
 )
 def test_kinds_with_their_own_planners(name: str, api_version: str) -> None:

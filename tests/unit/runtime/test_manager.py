@@ -3,6 +3,7 @@ plan, expect these API calls."""
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from kubetrain.controller.plan import (
     Observed,
     Plan,
 )
+from kubetrain.kinds.registration import ObserveHints
 from kubetrain.kinds.registry import REPLICA_SPEC_KINDS as KINDS
 from kubetrain.runtime.config import RuntimeConfig, UnsupportedScheme
 from kubetrain.runtime.manager import Manager, Planner
@@ -345,3 +347,41 @@ async def test_planner_exception_is_reported_on_the_job(env: Any) -> None:
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", "ReconcileError")]
     assert events[0]["message"] == "reconcile failed: RuntimeError: planner bug"
     assert events[0]["involvedObject"]["kind"] == "PyTorchJob"
+
+
+async def test_context_kinds_are_shown_whole_and_their_changes_plan_the_readers_again() -> None:
+    """`ObserveHints.context` (a TrainJob's runtimes): objects no job owns, every one cached and
+    shown to the planner of a kind that reads them; one appearing late plans those jobs again."""
+    fake = FakeKube()
+    planner = FakePlanner()
+    seen: list[list[str]] = []
+
+    def plan(j: dict[str, Any], observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
+        seen.append([o["metadata"]["name"] for o in observed.of("v1", "ConfigMap")])
+        return planner.plan(j, observed, now, config)
+
+    mgr = Manager(
+        fake,  # type: ignore[arg-type]
+        RuntimeConfig(enabled_schemes=("pytorchjob",)),
+        planner=Planner(plan, planner.watched_children),
+        kinds=KINDS,
+        registry=CollectorRegistry(),
+        clock=lambda: NOW,
+    )
+    context = ChildType("v1", "ConfigMap", "configmaps", None)
+    reg = mgr.registrations["PyTorchJob"]
+    mgr.registrations["PyTorchJob"] = replace(reg, observe=replace(reg.observe, context=(context,)))
+    assert ObserveHints().context == ()
+    try:
+        await mgr.start()
+        fake.put(job(replicas=0))
+        await until(lambda: len(seen) >= 1)
+        assert seen[-1] == []
+        n = len(seen)
+        fake.put(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "runtime", "namespace": "other"}}
+        )
+        await until(lambda: len(seen) > n)
+        assert seen[-1] == ["runtime"]  # whoever owns it, whichever namespace: the planner filters
+    finally:
+        await mgr.stop()

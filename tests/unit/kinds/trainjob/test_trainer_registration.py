@@ -1,6 +1,6 @@
 """Trainer v2's three kinds are one package plus registry lines: their CRDs are upstream v2.3.0's
-(shipped, and committed byte for byte in manifests/crds), they are validated and granted, and the
-operator does not reconcile them (no TrainJob controller yet)."""
+(shipped, and committed byte for byte in manifests/crds), they are validated and granted; the
+operator reconciles TrainJobs (their JobSets) and only reads the runtimes."""
 
 from __future__ import annotations
 
@@ -41,12 +41,22 @@ def test_the_crds_are_upstreams_and_committed_unchanged() -> None:
         assert committed == tree[reg.shipped_crd.file] == reg.shipped_crd.text()
 
 
-def test_accepted_and_validated_but_not_reconciled() -> None:
+def test_trainjobs_are_reconciled_and_the_runtimes_only_read() -> None:
+    trainjob, *runtimes = REGISTRATIONS
+    assert trainjob.reconciled and trainjob.kind in registry.SERVED_KINDS
+    assert [c.key for c in trainjob.children] == ["jobset.x-k8s.io/v1alpha2/JobSet"]
+    assert [c.kind for c in trainjob.observe.context] == ["TrainingRuntime", "ClusterTrainingRuntime"]
     for reg in REGISTRATIONS:
-        assert reg.webhook and reg.admit is not None and not reg.reconciled and not reg.counters
-        assert reg.kind in registry.REGISTERED_KINDS and reg.kind not in registry.SERVED_KINDS
-    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j"}}
-    assert registry.plan(job, Observed(), datetime(2026, 1, 1, tzinfo=UTC), ControllerConfig()) == Plan()
+        assert reg.webhook and reg.admit is not None and not reg.counters
+        assert reg.kind in registry.REGISTERED_KINDS
+    for reg in runtimes:
+        assert not reg.reconciled and reg.kind not in registry.SERVED_KINDS
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "r"},
+    }
+    assert registry.plan(runtime, Observed(), datetime(2026, 1, 1, tzinfo=UTC), ControllerConfig()) == Plan()
 
 
 def test_the_resource_table_knows_their_scopes() -> None:
@@ -67,16 +77,20 @@ def test_parse_refuses_other_kinds() -> None:
     )
 
 
-async def test_the_operators_webhook_serves_them_whatever_enable_scheme_says(tmp_path: Path) -> None:
+async def test_the_operators_webhook_serves_the_runtimes_whatever_enable_scheme_says(tmp_path: Path) -> None:
     """The webhook configuration lists their webhooks with failurePolicy Fail: the operator's
-    webhook must answer them even when `--enable-scheme` (reconciled kinds only) names others, and
-    it caches the runtimes a TrainJob's rules look up."""
+    webhook must answer the runtimes' even when `--enable-scheme` (reconciled kinds only) names
+    others, and it caches the runtimes a TrainJob's rules look up when it serves TrainJobs."""
     options = WebhookOptions(cert_dir=tmp_path, generate_certificates=False, watch_namespace="team-a")
     factory = sidecar_factory(options)
     assert factory is not None
     client = KubeClient.for_url("http://127.0.0.1:9", "token", qps=0)  # never contacted here
     try:
-        (sidecar,) = factory(client, {"TFJob": registry.SERVED_KINDS["TFJob"]})
+        (alone,) = factory(client, {"TFJob": registry.SERVED_KINDS["TFJob"]})
+        assert isinstance(alone, WebhookSidecar)
+        assert {info.kind for info in alone.server.routes.values()} == {"TFJob", *TRAINER[1:]}
+        served = {k: registry.SERVED_KINDS[k] for k in ("TFJob", "TrainJob")}
+        (sidecar,) = factory(client, served)
         assert isinstance(sidecar, WebhookSidecar)
         assert {info.kind for info in sidecar.server.routes.values()} == {"TFJob", *TRAINER}
         assert sidecar.server.lookup == sidecar.cache.lookup

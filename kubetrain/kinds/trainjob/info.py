@@ -1,0 +1,99 @@
+"""The runtime's information about one TrainJob (upstream `runtime.Info`, built by
+`core/trainingruntime.go`'s `newRuntimeInfo`): the JobSet template spec with the TrainJob's
+`runtimePatches` merged in, the labels and annotations the JobSet carries, the mlPolicy, and one
+pod set per replicated job (its ancestor step, its pod count, its containers) that the ML policy
+plugins (`torch.py`) edit before the JobSet is built (`jobset.py`)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.kinds.trainjob.apply import as_dict, as_list, strategic_merge
+from kubetrain.kinds.trainjob.constants import ANCESTOR_TRAINER, LABEL_TRAINJOB_ANCESTOR, NODE
+
+JsonDict = dict[str, Any]
+
+
+@dataclass
+class PodSet:
+    name: str
+    ancestor: str | None
+    count: int
+    containers: list[JsonDict]
+    """Copies of the pod template's containers, in order; the plugins edit their env and ports."""
+
+    def container(self, name: str) -> JsonDict | None:
+        return next((c for c in self.containers if c.get("name") == name), None)
+
+
+@dataclass
+class Info:
+    spec: JsonDict
+    """The JobSet spec: the runtime's `template.spec` with the runtime patches merged."""
+    ml_policy: JsonDict | None
+    labels: dict[str, str] | None
+    annotations: dict[str, str] | None
+    pod_sets: list[PodSet] = field(default_factory=list)
+
+    def pod_set_by_ancestor(self, ancestor: str) -> PodSet | None:
+        return next((ps for ps in self.pod_sets if ps.ancestor == ancestor), None)
+
+    def trainer_container(self) -> JsonDict | None:
+        """upstream `FindContainerByPodSetAncestorContainerName(AncestorTrainer, Node)`."""
+        ps = self.pod_set_by_ancestor(ANCESTOR_TRAINER)
+        return ps.container(NODE) if ps is not None else None
+
+
+def _strings(value: object) -> dict[str, str] | None:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else None
+
+
+def _patch_templates(trainjob: JsonDict) -> list[JsonDict]:
+    """The `trainingRuntimeSpec.template` of every runtime patch, in order."""
+    out = []
+    for patch in as_list(as_dict(trainjob.get("spec")).get("runtimePatches")):
+        template = as_dict(as_dict(as_dict(patch).get("trainingRuntimeSpec")).get("template"))
+        if template:
+            out.append(template)
+    return out
+
+
+def new_info(trainjob: JsonDict, runtime: JsonDict) -> Info:
+    rspec = as_dict(runtime.get("spec"))
+    template = as_dict(rspec.get("template"))
+    tmeta = as_dict(template.get("metadata"))
+    labels, annotations = _strings(tmeta.get("labels")), _strings(tmeta.get("annotations"))
+    spec = copy.deepcopy(as_dict(template.get("spec")))
+    for patch in _patch_templates(trainjob):
+        pmeta = as_dict(patch.get("metadata"))
+        if as_dict(pmeta.get("labels")):
+            labels = {**(labels or {}), **(_strings(pmeta["labels"]) or {})}
+        if as_dict(pmeta.get("annotations")):
+            annotations = {**(annotations or {}), **(_strings(pmeta["annotations"]) or {})}
+        for rpatch in as_list(as_dict(patch.get("spec")).get("replicatedJobs")):
+            rpatch = as_dict(rpatch)
+            if not isinstance(rpatch.get("template"), dict):
+                continue
+            for rjob in as_list(spec.get("replicatedJobs")):
+                if isinstance(rjob, dict) and rjob.get("name") == rpatch.get("name"):
+                    rjob["template"] = strategic_merge(as_dict(rjob.get("template")), rpatch["template"])
+    ml_policy = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else None
+    info = Info(spec=spec, ml_policy=ml_policy, labels=labels, annotations=annotations)
+    for rjob in as_list(spec.get("replicatedJobs")):
+        rjob = as_dict(rjob)
+        jtemplate = as_dict(rjob.get("template"))
+        jspec = as_dict(jtemplate.get("spec"))
+        parallelism = jspec.get("parallelism")
+        count = parallelism if isinstance(parallelism, int) else 1
+        ancestor = (_strings(as_dict(jtemplate.get("metadata")).get("labels")) or {}).get(
+            LABEL_TRAINJOB_ANCESTOR
+        )
+        if ancestor == ANCESTOR_TRAINER and ml_policy is not None:
+            nodes = ml_policy.get("numNodes")
+            count = nodes if isinstance(nodes, int) else 1
+        pod_spec = as_dict(as_dict(jspec.get("template")).get("spec"))
+        containers = [copy.deepcopy(as_dict(c)) for c in as_list(pod_spec.get("containers"))]
+        info.pod_sets.append(PodSet(str(rjob.get("name") or ""), ancestor, count, containers))
+    return info

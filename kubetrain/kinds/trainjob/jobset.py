@@ -1,0 +1,199 @@
+"""The JobSet plugin (upstream `plugins/jobset/jobset.go` and `builder.go`): the JobSet a TrainJob
+runs as, and the TrainJob status read back from it.
+
+The JobSet has the TrainJob's name and namespace, the runtime template's labels and annotations,
+its replicated jobs with each pod set's count as parallelism and completions, the pod sets'
+container edits (image, command, env, ports), the initializers' storage env, the trainer's image,
+command, args, resourcesPerNode and env on every `node` container, `suspend` from the TrainJob,
+and the TrainJob as its controller owner.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubetrain.kinds.trainjob.apply import as_dict, as_list, upsert_all
+from kubetrain.kinds.trainjob.conditions import find, set_status_condition
+from kubetrain.kinds.trainjob.constants import (
+    ANCESTOR_TRAINER,
+    COND_COMPLETE,
+    COND_FAILED,
+    DATASET_INITIALIZER,
+    DEFAULT_JOB_REPLICAS,
+    INITIALIZER_ENV_STORAGE_URI,
+    JOBSET_API_VERSION,
+    JOBSET_COMPLETED,
+    JOBSET_FAILED,
+    JOBSET_KIND,
+    LABEL_TRAINJOB_ANCESTOR,
+    LAUNCHER,
+    MODEL_INITIALIZER,
+    NODE,
+)
+from kubetrain.kinds.trainjob.info import Info
+
+JsonDict = dict[str, Any]
+
+
+def _child(obj: JsonDict, key: str) -> JsonDict:
+    """`obj[key]`, an object (made one when absent or malformed: a planner never raises)."""
+    value = obj.get(key)
+    if not isinstance(value, dict):
+        value = obj[key] = {}
+    return value
+
+
+def _job_spec(rjob: JsonDict) -> JsonDict:
+    return _child(_child(rjob, "template"), "spec")
+
+
+def _pod_spec(rjob: JsonDict) -> JsonDict:
+    return _child(_child(_job_spec(rjob), "template"), "spec")
+
+
+def _ancestor(rjob: JsonDict) -> str | None:
+    labels = as_dict(as_dict(as_dict(rjob.get("template")).get("metadata")).get("labels"))
+    value = labels.get(LABEL_TRAINJOB_ANCESTOR)
+    return str(value) if value is not None else None
+
+
+def _apply_pod_sets(info: Info, spec: JsonDict) -> None:
+    """`Build`'s loop: counts, then each pod set container's command, image, env and ports."""
+    rjobs = as_list(spec.get("replicatedJobs"))
+    for index, ps in enumerate(info.pod_sets):
+        if index >= len(rjobs) or not isinstance(rjobs[index], dict):
+            continue
+        job_spec = _job_spec(rjobs[index])
+        job_spec["parallelism"] = ps.count
+        job_spec["completions"] = ps.count
+        containers = as_list(_pod_spec(rjobs[index]).get("containers"))
+        for cindex, container in enumerate(ps.containers):
+            if cindex >= len(containers) or not isinstance(containers[cindex], dict):
+                continue
+            target = containers[cindex]
+            if as_list(container.get("command")):
+                target["command"] = copy.deepcopy(container["command"])
+            if container.get("image"):
+                target["image"] = container["image"]
+            upsert_all(target, "env", as_list(container.get("env")), "name")
+            upsert_all(target, "ports", as_list(container.get("ports")), "containerPort")
+            upsert_all(target, "volumeMounts", as_list(container.get("volumeMounts")), "name")
+
+
+def _initializers(spec: JsonDict, trainjob: JsonDict) -> None:
+    """`Builder.Initializer`: one replica each; the storage URI, env and secret of its config."""
+    initializer = as_dict(as_dict(trainjob.get("spec")).get("initializer"))
+    for rjob in as_list(spec.get("replicatedJobs")):
+        if not isinstance(rjob, dict):
+            continue
+        step = _ancestor(rjob)
+        if step not in (DATASET_INITIALIZER, MODEL_INITIALIZER):
+            continue
+        rjob["replicas"] = 1
+        config = initializer.get("dataset" if step == DATASET_INITIALIZER else "model")
+        if not isinstance(config, dict):
+            continue
+        for container in as_list(_pod_spec(rjob).get("containers")):
+            if not isinstance(container, dict) or container.get("name") != step:
+                continue
+            if config.get("storageUri") is not None:
+                upsert_all(
+                    container,
+                    "env",
+                    [{"name": INITIALIZER_ENV_STORAGE_URI, "value": config["storageUri"]}],
+                    "name",
+                )
+            upsert_all(container, "env", as_list(config.get("env")), "name")
+            secret = as_dict(config.get("secretRef"))
+            if secret:
+                env_from = container.get("envFrom")
+                container["envFrom"] = [
+                    *(env_from if isinstance(env_from, list) else []),
+                    {"secretRef": {"name": secret.get("name")}},
+                ]
+
+
+def _run_launcher_as_node(info: Info) -> bool:
+    return as_dict(as_dict(info.ml_policy).get("mpi")).get("runLauncherAsNode") is True
+
+
+def _trainer(info: Info, spec: JsonDict, trainjob: JsonDict) -> None:
+    """`Builder.Trainer`: the trainer job's counts, and the trainer's fields on `node` containers."""
+    trainer = as_dict(trainjob.get("spec")).get("trainer")
+    trainer_ps = info.pod_set_by_ancestor(ANCESTOR_TRAINER)
+    for rjob in as_list(spec.get("replicatedJobs")):
+        if not isinstance(rjob, dict):
+            continue
+        if _ancestor(rjob) == ANCESTOR_TRAINER and trainer_ps is not None:
+            rjob["replicas"] = DEFAULT_JOB_REPLICAS
+            job_spec = _job_spec(rjob)
+            job_spec["parallelism"] = trainer_ps.count
+            job_spec["completions"] = trainer_ps.count
+        if not isinstance(trainer, dict):
+            continue
+        for container in as_list(_pod_spec(rjob).get("containers")):
+            if not isinstance(container, dict) or container.get("name") not in (NODE, LAUNCHER):
+                continue
+            if container.get("name") == LAUNCHER and not _run_launcher_as_node(info):
+                continue
+            for key in ("image", "command", "args"):
+                if trainer.get(key) is not None:
+                    container[key] = copy.deepcopy(trainer[key])
+            resources = as_dict(trainer.get("resourcesPerNode"))
+            if resources.get("limits") is not None or resources.get("requests") is not None:
+                container["resources"] = {
+                    k: copy.deepcopy(resources[k])
+                    for k in ("limits", "requests")
+                    if resources.get(k) is not None
+                }
+            upsert_all(container, "env", as_list(trainer.get("env")), "name")
+
+
+def build(info: Info, trainjob: JsonDict, owner: JsonDict) -> JsonDict:
+    """The JobSet of `trainjob` (upstream `JobSet.Build`)."""
+    metadata = as_dict(trainjob.get("metadata"))
+    spec = copy.deepcopy(info.spec)
+    _apply_pod_sets(info, spec)
+    _initializers(spec, trainjob)
+    _trainer(info, spec, trainjob)
+    suspend = as_dict(trainjob.get("spec")).get("suspend")
+    if suspend is not None:
+        spec["suspend"] = suspend
+    else:
+        spec.pop("suspend", None)
+    jmeta: JsonDict = {"name": metadata.get("name"), "namespace": metadata.get("namespace") or "default"}
+    if info.labels is not None:
+        jmeta["labels"] = dict(info.labels)
+    if info.annotations is not None:
+        jmeta["annotations"] = dict(info.annotations)
+    jmeta["ownerReferences"] = [dict(owner)]
+    return {"apiVersion": JOBSET_API_VERSION, "kind": JOBSET_KIND, "metadata": jmeta, "spec": spec}
+
+
+def _count(value: object) -> int:
+    """A replicated job's count as the TrainJob reports it (int32 on the wire; garbage is 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def status_from(jobset: JsonDict, status: JsonDict, stamp: str) -> None:
+    """`JobSet.Status`: the JobSet's Completed/Failed (True) become the TrainJob's Complete/Failed,
+    reason and message kept; `jobsStatus` is one entry per replicated job's status."""
+    jstatus = as_dict(jobset.get("status"))
+    conditions = as_list(jstatus.get("conditions"))
+    for source, target in ((JOBSET_COMPLETED, COND_COMPLETE), (JOBSET_FAILED, COND_FAILED)):
+        cond = find(conditions, source)
+        if cond is not None and cond.get("status") == "True":
+            set_status_condition(status, {**cond, "type": target}, stamp)
+    statuses = [
+        {
+            "name": str(item.get("name") or ""),
+            **{key: _count(item.get(key)) for key in ("ready", "succeeded", "failed", "active", "suspended")},
+        }
+        for item in as_list(jstatus.get("replicatedJobsStatus"))
+        if isinstance(item, dict)
+    ]
+    if statuses:
+        status["jobsStatus"] = statuses
+    else:
+        status.pop("jobsStatus", None)
