@@ -61,9 +61,14 @@ def api_failure(err: ApiError, what: str = "", namespace: str = "") -> Kubetrain
     if err.already_exists:
         return AlreadyExists(err.message or f"{what} already exists", err.status, err.reason)
     if err.status in (401, 403):
+        # An admission webhook's denial is a 403 too; it is about the object, not who sent it.
+        hint = (
+            ""
+            if err.message.startswith("admission webhook")
+            else " (check the credentials of your kubeconfig context)"
+        )
         return ApiFailure(
-            f"the API server refused the request ({err.status} {err.reason}): "
-            f"{err.message} (check the credentials of your kubeconfig context)",
+            f"the API server refused the request ({err.status} {err.reason}): {err.message}{hint}",
             err.status,
             err.reason,
         )

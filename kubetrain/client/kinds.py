@@ -15,9 +15,15 @@ from collections.abc import Iterable, Mapping
 
 from kubetrain.api.kinds import LABEL_JOB_NAME, KindInfo
 from kubetrain.client.errors import UnknownKind
-from kubetrain.kinds.registry import SERVED_KINDS, registration_for
+from kubetrain.kinds.registry import REGISTERED_KINDS, SERVED_KINDS, registration_for
 
 ALL_KINDS: Mapping[str, KindInfo] = SERVED_KINDS
+"""The job kinds: what `kubetrain get` with no kind lists."""
+
+KNOWN_KINDS: Mapping[str, KindInfo] = REGISTERED_KINDS
+"""Every kind kubetrain serves, jobs and what jobs read (Trainer runtimes): what a name resolves
+to, so `create/apply/delete -f` of a file holding a TrainJob and its runtime, and `kubetrain get
+clustertrainingruntimes`, work."""
 
 
 def _names(info: KindInfo) -> Iterable[str]:
@@ -29,7 +35,7 @@ def _names(info: KindInfo) -> Iterable[str]:
 
 def resolve_kind(name: str, kinds: Mapping[str, KindInfo] | None = None) -> KindInfo:
     """The KindInfo for a user-typed kind name; raises `UnknownKind` listing the valid names."""
-    registry = ALL_KINDS if kinds is None else kinds
+    registry = KNOWN_KINDS if kinds is None else kinds
     text = name.strip().lower()
     for info in registry.values():
         qualified = f".{info.group}"

@@ -32,6 +32,7 @@ from kubetrain.kinds.trainjob.constants import (
     NODE,
 )
 from kubetrain.kinds.trainjob.info import Info
+from kubetrain.kube.annotations import WORKDIR
 
 JsonDict = dict[str, Any]
 
@@ -157,6 +158,7 @@ def build(info: Info, trainjob: JsonDict, owner: JsonDict) -> JsonDict:
     _apply_pod_sets(info, spec)
     _initializers(spec, trainjob)
     _trainer(info, spec, trainjob)
+    _carry_workdir(spec, metadata)
     suspend = as_dict(trainjob.get("spec")).get("suspend")
     if suspend is not None:
         spec["suspend"] = suspend
@@ -169,6 +171,20 @@ def build(info: Info, trainjob: JsonDict, owner: JsonDict) -> JsonDict:
         jmeta["annotations"] = dict(info.annotations)
     jmeta["ownerReferences"] = [dict(owner)]
     return {"apiVersion": JOBSET_API_VERSION, "kind": JOBSET_KIND, "metadata": jmeta, "spec": spec}
+
+
+def _carry_workdir(spec: JsonDict, metadata: JsonDict) -> None:
+    """The TrainJob's `kubetrain.io/workdir` (its file's directory, set by `kubetrain apply/create
+    -f` and `Client.create(path)`) on every pod template that names none: a TrainJob has no pod
+    template of its own for the client to stamp, and a local node runs a pod in that directory.
+    A cluster's kubelet ignores the annotation."""
+    directory = as_dict(metadata.get("annotations")).get(WORKDIR)
+    if not isinstance(directory, str):
+        return
+    for rjob in as_list(spec.get("replicatedJobs")):
+        if isinstance(rjob, dict):
+            pod_meta = _child(_child(_job_spec(rjob), "template"), "metadata")
+            _child(pod_meta, "annotations").setdefault(WORKDIR, directory)
 
 
 def _count(value: object) -> int:

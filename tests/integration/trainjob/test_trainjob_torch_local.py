@@ -5,7 +5,10 @@ TrainJob ends Complete with its jobsStatus."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 from pathlib import Path
 
 from kubetrain.cli.plane import LocalPlane
@@ -49,5 +52,45 @@ async def test_example_trainjob_completes_under_the_local_plane(tmp_path: Path) 
         node = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
         assert (node["parallelism"], node["completions"]) == (2, 2)
         assert "identical" in logs or "accuracy" in logs, logs
+    finally:
+        await plane.stop()
+
+
+async def kubetrain(kubeconfig: Path, *args: str, cwd: Path) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kubetrain.cli.main",
+        *args,
+        cwd=cwd,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 300)
+    return proc.returncode or 0, out.decode()
+
+
+async def test_kubetrain_apply_of_the_file_runs_the_trainjob_in_its_files_directory(tmp_path: Path) -> None:
+    """`kubetrain apply -f` takes the runtime and the TrainJob of one file, and the pods run in the
+    file's directory (where train.py is), not in the plane's --workdir."""
+    elsewhere = tmp_path / "plane-workdir"
+    elsewhere.mkdir()
+    plane = LocalPlane(working_dir=elsewhere)
+    await plane.start()
+    try:
+        kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig")
+        code, out = await kubetrain(kubeconfig, "apply", "-f", str(EXAMPLE / "trainjob.yaml"), cwd=elsewhere)
+        assert code == 0, out
+        assert "clustertrainingruntime.trainer.kubeflow.org/torch-distributed created" in out, out
+        assert "trainjob.trainer.kubeflow.org/trainjob-torch created" in out, out
+        code, out = await kubetrain(
+            kubeconfig, "wait", "trainjob", "trainjob-torch", "--timeout", "240", cwd=elsewhere
+        )
+        _, logs = await kubetrain(kubeconfig, "logs", "trainjob", "trainjob-torch", cwd=elsewhere)
+        assert code == 0, (out, logs)
+        assert "identical_on_all_ranks=True" in logs, logs
+        code, out = await kubetrain(kubeconfig, "get", "clustertrainingruntimes", cwd=elsewhere)
+        assert code == 0 and "torch-distributed" in out, out
     finally:
         await plane.stop()

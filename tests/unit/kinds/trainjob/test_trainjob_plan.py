@@ -133,6 +133,22 @@ def test_the_jobset_of_torch_distributed_with_two_nodes_is_upstreams() -> None:
     }
 
 
+def test_the_trainjobs_workdir_reaches_every_pod_template_that_names_none() -> None:
+    job = trainjob(trainer={"numNodes": 2})
+    job["metadata"]["annotations"] = {"kubetrain.io/workdir": "/jobs/tj"}
+    runtime = torch_distributed()
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjobs.append(copy.deepcopy(rjobs[0]) | {"name": "other"})
+    other_pod = rjobs[1]["template"]["spec"]["template"]
+    other_pod.setdefault("metadata", {})["annotations"] = {"kubetrain.io/workdir": "/mine"}
+    jobset = created_jobset(plan(job, runtimes=(runtime,)))
+    pods = [r["template"]["spec"]["template"]["metadata"] for r in jobset["spec"]["replicatedJobs"]]
+    assert [p["annotations"]["kubetrain.io/workdir"] for p in pods] == ["/jobs/tj", "/mine"]
+    assert "annotations" not in created_jobset(plan(trainjob(trainer={"numNodes": 2})))["spec"][
+        "replicatedJobs"
+    ][0]["template"]["spec"]["template"].get("metadata", {})
+
+
 def test_without_trainer_num_nodes_the_runtimes_ml_policy_decides() -> None:
     runtime = torch_distributed()
     runtime["spec"]["mlPolicy"]["numNodes"] = 3
