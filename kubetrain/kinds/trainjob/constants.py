@@ -62,7 +62,8 @@ JOBSET_COMPLETED = "Completed"
 JOBSET_FAILED = "Failed"
 
 CONTAINER_TRAINER_PORT = 29400
-"""The torchrun rendezvous port of the node container (upstream `ContainerTrainerPort`)."""
+"""The node container's port (upstream `ContainerTrainerPort`): torchrun's rendezvous, JAX's
+coordinator."""
 JOB_COMPLETION_INDEX_FIELD_PATH = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 TORCH_ENV_NUM_NODES = "PET_NNODES"
 TORCH_ENV_NUM_PROC_PER_NODE = "PET_NPROC_PER_NODE"
@@ -70,5 +71,8 @@ TORCH_ENV_NODE_RANK = "PET_NODE_RANK"
 TORCH_ENV_MASTER_ADDR = "PET_MASTER_ADDR"
 TORCH_ENV_MASTER_PORT = "PET_MASTER_PORT"
 TORCH_TUNE_ENTRYPOINT = ("tune", "run")
+JAX_ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
+JAX_ENV_PROCESS_ID = "JAX_PROCESS_ID"
+JAX_ENV_COORDINATOR_ADDRESS = "JAX_COORDINATOR_ADDRESS"
 INITIALIZER_ENV_STORAGE_URI = "STORAGE_URI"
 DEFAULT_JOB_REPLICAS = 1

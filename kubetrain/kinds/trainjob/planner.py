@@ -15,8 +15,9 @@
     activeDeadlineSeconds                -> Failed(DeadlineExceeded) and the JobSet deleted once
                                             past, else a requeue at the deadline
 
-The ML policy plugins run between the runtime and the JobSet: torch (`torch.py`) so far; a runtime
-with another policy (mpi, jax, xgboost, ...) gets the JobSet plugin's part only.
+The ML policy plugins run between the runtime and the JobSet, each acting only when the runtime's
+mlPolicy names it: torch (`torch.py`) and jax (`jax.py`) so far; a runtime with another policy
+(mpi, xgboost, ...) gets the JobSet plugin's part only.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.job import JobKind, run_job
 from kubetrain.controller.plan import Observed, Plan
+from kubetrain.kinds.trainjob import jax, torch
 from kubetrain.kinds.trainjob import jobset as jobset_plugin
-from kubetrain.kinds.trainjob import torch
 from kubetrain.kinds.trainjob.apply import as_dict
 from kubetrain.kinds.trainjob.conditions import find, is_true, remove, set_status_condition
 from kubetrain.kinds.trainjob.constants import (
@@ -177,6 +178,7 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
             return
         info = new_info(ctx.job.raw, runtime)
         torch.enforce(info, ctx.job.raw)
+        jax.enforce(info, ctx.job.raw)
         desired = jobset_plugin.build(info, ctx.job.raw, ctx.owner())
         current = ctx.owned.get(JOBSET, ctx.job.name)
         if current is None:
