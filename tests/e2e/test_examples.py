@@ -244,3 +244,21 @@ def test_trainjob_torch(tmp_path: Path) -> None:
     last, first, acc = floats(final, "last", "first", "acc")
     assert last < first / 2, run.describe()
     assert acc > ACCURACY_FLOOR, run.describe()
+
+
+def test_trainjob_jax(tmp_path: Path) -> None:
+    """A TrainJob (Trainer v2) on upstream's jax-distributed runtime, which the file holds too:
+    jax.distributed on 2 nodes from the JAX plugin's JAX_* env."""
+    require_modules("jax", "jaxlib", "sklearn")
+    run = run_job(copy_example("trainjob-jax", tmp_path) / "trainjob.yaml")
+    succeeded(run, "trainjob", "trainjob-jax")
+    for replica, index in (("node-0-0", 0), ("node-0-1", 1)):
+        run.one(rf"process {index}/2: coordinator trainjob-jax-node-0-0\.trainjob-jax:29400", replica)
+        run.one(rf"process {index}: psum over processes = 3\.0", replica)
+        final = run.one(
+            r"identical=True, final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), "
+            r"train accuracy (?P<acc>[\d.]+)",
+            replica,
+        )
+        last, first, acc = floats(final, "last", "first", "acc")
+        assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
