@@ -16,8 +16,8 @@
                                             past, else a requeue at the deadline
 
 The ML policy plugins run between the runtime and the JobSet, each acting only when the runtime's
-mlPolicy names it: torch (`torch.py`) and jax (`jax.py`) so far; a runtime with another policy
-(mpi, xgboost, ...) gets the JobSet plugin's part only.
+mlPolicy names it: torch (`torch.py`), jax (`jax.py`) and xgboost (`xgboost.py`) so far; a
+runtime with another policy (mpi, ...) gets the JobSet plugin's part only.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.job import JobKind, run_job
 from kubetrain.controller.plan import Observed, Plan
-from kubetrain.kinds.trainjob import jax, torch
+from kubetrain.kinds.trainjob import jax, torch, xgboost
 from kubetrain.kinds.trainjob import jobset as jobset_plugin
 from kubetrain.kinds.trainjob.apply import as_dict
 from kubetrain.kinds.trainjob.conditions import find, is_true, remove, set_status_condition
@@ -179,6 +179,7 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
         info = new_info(ctx.job.raw, runtime)
         torch.enforce(info, ctx.job.raw)
         jax.enforce(info, ctx.job.raw)
+        xgboost.enforce(info, ctx.job.raw)
         desired = jobset_plugin.build(info, ctx.job.raw, ctx.owner())
         current = ctx.owned.get(JOBSET, ctx.job.name)
         if current is None:
