@@ -262,3 +262,20 @@ def test_trainjob_jax(tmp_path: Path) -> None:
         )
         last, first, acc = floats(final, "last", "first", "acc")
         assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
+
+
+def test_trainjob_xgboost(tmp_path: Path) -> None:
+    """A TrainJob (Trainer v2) on upstream's xgboost-distributed runtime, which the file holds too:
+    the rabit collective on 2 nodes from the XGBoost plugin's DMLC_* env."""
+    require_modules("xgboost", "sklearn")
+    run = run_job(copy_example("trainjob-xgboost", tmp_path) / "trainjob.yaml")
+    succeeded(run, "trainjob", "trainjob-xgboost")
+    for replica, index in (("node-0-0", 0), ("node-0-1", 1)):
+        run.one(
+            rf"rank {index}: joined the collective as {index}/2 via "
+            r"trainjob-xgboost-node-0-0\.trainjob-xgboost:29400",
+            replica,
+        )
+        run.one(r"identical_to_rank0=True", replica)
+    acc = run.one(r"rank 0: test accuracy (?P<acc>[\d.]+)", "node-0-0")
+    assert floats(acc, "acc")[0] > ACCURACY_FLOOR, run.describe()
