@@ -234,7 +234,7 @@ def test_trainjob_torch(tmp_path: Path) -> None:
     run = run_job(copy_example("trainjob-torch", tmp_path) / "trainjob.yaml")
     succeeded(run, "trainjob", "trainjob-torch")
     for replica in ("node-0-0", "node-0-1"):
-        run.one(r"joined via trainjob-torch-node-0-0\.trainjob-torch:29400", replica)
+        run.one(r"joined via trainjob-torch-node-0-0\.trainjob-torch:29500", replica)
         run.one(r"identical_on_all_ranks=True", replica)
     final = run.one(
         r"final loss (?P<last>[\d.]+) \(first epoch (?P<first>[\d.]+)\), "
@@ -253,7 +253,7 @@ def test_trainjob_jax(tmp_path: Path) -> None:
     run = run_job(copy_example("trainjob-jax", tmp_path) / "trainjob.yaml")
     succeeded(run, "trainjob", "trainjob-jax")
     for replica, index in (("node-0-0", 0), ("node-0-1", 1)):
-        run.one(rf"process {index}/2: coordinator trainjob-jax-node-0-0\.trainjob-jax:29400", replica)
+        run.one(rf"process {index}/2: coordinator trainjob-jax-node-0-0\.trainjob-jax:29500", replica)
         run.one(rf"process {index}: psum over processes = 3\.0", replica)
         final = run.one(
             r"identical=True, final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), "
@@ -273,7 +273,7 @@ def test_trainjob_xgboost(tmp_path: Path) -> None:
     for replica, index in (("node-0-0", 0), ("node-0-1", 1)):
         run.one(
             rf"rank {index}: joined the collective as {index}/2 via "
-            r"trainjob-xgboost-node-0-0\.trainjob-xgboost:29400",
+            r"trainjob-xgboost-node-0-0\.trainjob-xgboost:29500",
             replica,
         )
         run.one(r"identical_to_rank0=True", replica)

@@ -1,6 +1,6 @@
 """JAX multi-controller training on CPU, configured by Kubeflow Trainer v2's JAX plugin.
 
-Every pod of the TrainJob gets JAX_COORDINATOR_ADDRESS (`<trainjob>-node-0-0.<trainjob>:29400`),
+Every pod of the TrainJob gets JAX_COORDINATOR_ADDRESS (`<trainjob>-node-0-0.<trainjob>:29500`),
 JAX_NUM_PROCESSES and JAX_PROCESS_ID (the pod's Job completion index);
 `jax.distributed.initialize` turns them into one runtime whose global device list spans all
 processes (process 0 hosts the coordination service). Then:

@@ -2,7 +2,7 @@
 Trainer v2's XGBoost plugin.
 
 Every pod of the TrainJob gets DMLC_TRACKER_URI (`<trainjob>-node-0-0.<trainjob>`),
-DMLC_TRACKER_PORT (29400), DMLC_NUM_WORKER and DMLC_TASK_ID (the pod's Job completion index).
+DMLC_TRACKER_PORT (29500), DMLC_NUM_WORKER and DMLC_TASK_ID (the pod's Job completion index).
 Task 0 starts xgboost's RabitTracker listening on the tracker port; every task joins it with
 `collective.CommunicatorContext`, loads its own shard of iris and calls `xgb.train`: the
 histograms are all-reduced, so every rank builds the same trees. Each rank checks that its model

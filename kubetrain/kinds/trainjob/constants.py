@@ -65,9 +65,9 @@ JOBSET_KIND = "JobSet"
 JOBSET_COMPLETED = "Completed"
 JOBSET_FAILED = "Failed"
 
-CONTAINER_TRAINER_PORT = 29400
-"""The node container's port (upstream `ContainerTrainerPort`): torchrun's rendezvous, JAX's
-coordinator."""
+CONTAINER_TRAINER_PORT = 29500
+"""The node container's port (upstream v2.3.0 `constants.ContainerTrainerPort`, 29500): torchrun's
+rendezvous, JAX's coordinator, XGBoost's tracker."""
 JOB_COMPLETION_INDEX_FIELD_PATH = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 TORCH_ENV_NUM_NODES = "PET_NNODES"
 TORCH_ENV_NUM_PROC_PER_NODE = "PET_NPROC_PER_NODE"

@@ -4,8 +4,8 @@ the trainer's `node` container `jax.distributed.initialize`'s env plus the coord
 
     JAX_NUM_PROCESSES        the trainer pod set's count (one process per pod)
     JAX_PROCESS_ID           the pod's Job completion index (a fieldRef)
-    JAX_COORDINATOR_ADDRESS  `<trainjob>-node-0-0.<trainjob>:29400` (process 0, via the headless service)
-    ports                    containerPort 29400 (upstream `ContainerTrainerPort`)
+    JAX_COORDINATOR_ADDRESS  `<trainjob>-node-0-0.<trainjob>:29500` (process 0, via the headless service)
+    ports                    containerPort 29500 (upstream `ContainerTrainerPort`)
 
 As upstream: only when the TrainJob has a `trainer` (without one, no env and no port), and the
 trainer's own env is not applied here but by the JobSet plugin afterwards, so a trainer env of the

@@ -4,11 +4,11 @@ with a runtime whose mlPolicy has `xgboost`, the trainer pod set's node count fr
 tracker port:
 
     DMLC_TRACKER_URI   `<trainjob>-node-0-0.<trainjob>` (rank 0 runs the RabitTracker)
-    DMLC_TRACKER_PORT  29400 (upstream `ContainerTrainerPort`)
+    DMLC_TRACKER_PORT  29500 (upstream `ContainerTrainerPort`)
     DMLC_TASK_ID       the pod's Job completion index (a fieldRef)
     DMLC_NUM_WORKER    nodes x workers per node: the GPU count per node (requests, else limits,
                        of the first resource whose name has "gpu"), 1 without GPUs
-    ports              containerPort 29400
+    ports              containerPort 29500
 
 The resources per node are the runtime's `node` container's, replaced whole by the TrainJob's
 `resourcesPerNode` when it has one. As upstream: only when the TrainJob has a `trainer` (without

@@ -1,7 +1,7 @@
 """A TrainJob on upstream's jax-distributed ClusterTrainingRuntime runs for real on the local plane
 of `kubetrain up`: the operator builds its JobSet with the JAX plugin's env, the embedded JobSet
 controller its Job of 2 indexed pods, `jax.distributed.initialize` joins both processes at
-`<trainjob>-node-0-0.<trainjob>:29400`, training ends with identical weights, and the TrainJob ends
+`<trainjob>-node-0-0.<trainjob>:29500`, training ends with identical weights, and the TrainJob ends
 Complete with its jobsStatus."""
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ async def test_example_jax_trainjob_completes_under_the_local_plane(tmp_path: Pa
         container = node["template"]["spec"]["containers"][0]
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert env["JAX_NUM_PROCESSES"] == "2", env
-        assert env["JAX_COORDINATOR_ADDRESS"] == "trainjob-jax-node-0-0.trainjob-jax:29400", env
-        assert [p["containerPort"] for p in container["ports"]] == [29400], container
+        assert env["JAX_COORDINATOR_ADDRESS"] == "trainjob-jax-node-0-0.trainjob-jax:29500", env
+        assert [p["containerPort"] for p in container["ports"]] == [29500], container
         assert logs.count("identical=True") == 2, logs
         assert "process 1/2" in logs and "process 0/2" in logs, logs
     finally:

@@ -1,6 +1,6 @@
 """A TrainJob on upstream's torch-distributed ClusterTrainingRuntime runs for real on the local plane
 of `kubetrain up`: the operator builds its JobSet, the embedded JobSet controller its Job of 2
-indexed pods, torchrun rendezvouses at `<trainjob>-node-0-0.<trainjob>:29400`, DDP trains, and the
+indexed pods, torchrun rendezvouses at `<trainjob>-node-0-0.<trainjob>:29500`, DDP trains, and the
 TrainJob ends Complete with its jobsStatus."""
 
 from __future__ import annotations

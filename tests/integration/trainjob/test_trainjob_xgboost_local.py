@@ -1,7 +1,7 @@
 """A TrainJob on upstream's xgboost-distributed ClusterTrainingRuntime runs for real on the local
 plane of `kubetrain up`: the operator builds its JobSet with the XGBoost plugin's DMLC_* env, the
 embedded JobSet controller its Job of 2 indexed pods, task 0's RabitTracker at
-`<trainjob>-node-0-0.<trainjob>:29400` joins both, both ranks end with the same model, and the
+`<trainjob>-node-0-0.<trainjob>:29500` joins both, both ranks end with the same model, and the
 TrainJob ends Complete with its jobsStatus."""
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ async def test_example_xgboost_trainjob_completes_under_the_local_plane(tmp_path
         assert (node["parallelism"], node["completions"]) == (2, 2)
         container = node["template"]["spec"]["containers"][0]
         env = {e["name"]: e.get("value") for e in container["env"]}
-        assert env["DMLC_NUM_WORKER"] == "2" and env["DMLC_TRACKER_PORT"] == "29400", env
+        assert env["DMLC_NUM_WORKER"] == "2" and env["DMLC_TRACKER_PORT"] == "29500", env
         assert env["DMLC_TRACKER_URI"] == "trainjob-xgboost-node-0-0.trainjob-xgboost", env
-        assert [p["containerPort"] for p in container["ports"]] == [29400], container
+        assert [p["containerPort"] for p in container["ports"]] == [29500], container
         assert logs.count("identical_to_rank0=True") == 2, logs
         assert "test accuracy" in logs, logs
     finally:

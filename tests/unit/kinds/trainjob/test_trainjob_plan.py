@@ -76,7 +76,7 @@ def torch_env(nodes: int, procs: str = "auto") -> list[JsonDict]:
         {"name": "PET_NPROC_PER_NODE", "value": procs},
         {"name": "PET_NODE_RANK", "valueFrom": RANK},
         {"name": "PET_MASTER_ADDR", "value": "tj-node-0-0.tj"},
-        {"name": "PET_MASTER_PORT", "value": "29400"},
+        {"name": "PET_MASTER_PORT", "value": "29500"},
     ]
 
 
@@ -120,7 +120,7 @@ def test_the_jobset_of_torch_distributed_with_two_nodes_is_upstreams() -> None:
                                             "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
                                             "command": ["torchrun", "train.py"],
                                             "env": torch_env(2),
-                                            "ports": [{"containerPort": 29400}],
+                                            "ports": [{"containerPort": 29500}],
                                         }
                                     ]
                                 }

@@ -55,7 +55,7 @@ def jax_env(nodes: int, name: str = "tj") -> list[JsonDict]:
     return [
         {"name": "JAX_NUM_PROCESSES", "value": str(nodes)},
         {"name": "JAX_PROCESS_ID", "valueFrom": RANK},
-        {"name": "JAX_COORDINATOR_ADDRESS", "value": f"{name}-node-0-0.{name}:29400"},
+        {"name": "JAX_COORDINATOR_ADDRESS", "value": f"{name}-node-0-0.{name}:29500"},
     ]
 
 
@@ -83,7 +83,7 @@ def test_the_jobset_of_jax_distributed_with_two_nodes_is_upstreams() -> None:
                                             "image": IMAGE,
                                             "command": ["python", "train.py"],
                                             "env": jax_env(2),
-                                            "ports": [{"containerPort": 29400}],
+                                            "ports": [{"containerPort": 29500}],
                                         }
                                     ]
                                 }
@@ -99,17 +99,17 @@ def test_the_jobset_of_jax_distributed_with_two_nodes_is_upstreams() -> None:
 @pytest.mark.parametrize(
     ("name", "trainer", "count", "env", "ports"),
     [
-        pytest.param("tj", {"numNodes": 4}, 4, jax_env(4), [{"containerPort": 29400}], id="numNodes"),
+        pytest.param("tj", {"numNodes": 4}, 4, jax_env(4), [{"containerPort": 29500}], id="numNodes"),
         pytest.param(
             "multi-node-job",
             {"numNodes": 3},
             3,
             jax_env(3, "multi-node-job"),
-            [{"containerPort": 29400}],
+            [{"containerPort": 29500}],
             id="the-coordinator-is-pod-0-of-the-trainjobs-service",
         ),
         pytest.param(
-            "tj", {}, 1, jax_env(1), [{"containerPort": 29400}], id="without-numNodes-the-runtimes-count"
+            "tj", {}, 1, jax_env(1), [{"containerPort": 29500}], id="without-numNodes-the-runtimes-count"
         ),
         pytest.param(
             "tj",
@@ -119,7 +119,7 @@ def test_the_jobset_of_jax_distributed_with_two_nodes_is_upstreams() -> None:
             },
             2,
             [*jax_env(2), {"name": "CUSTOM_VAR", "value": "v"}, {"name": "DATASET_PATH", "value": "/d"}],
-            [{"containerPort": 29400}],
+            [{"containerPort": 29500}],
             id="the-trainers-env-after-the-plugins",
         ),
         pytest.param(
@@ -127,7 +127,7 @@ def test_the_jobset_of_jax_distributed_with_two_nodes_is_upstreams() -> None:
             {"numNodes": 2, "env": [{"name": "JAX_NUM_PROCESSES", "value": "7"}]},
             2,
             [{"name": "JAX_NUM_PROCESSES", "value": "7"}, *jax_env(2)[1:]],
-            [{"containerPort": 29400}],
+            [{"containerPort": 29500}],
             id="a-trainer-env-of-a-plugins-name-wins-no-reserved-names",
         ),
         pytest.param("tj", None, 1, None, None, id="without-a-trainer-no-env-and-no-port"),
@@ -152,7 +152,7 @@ def test_the_runtimes_own_env_and_ports_are_kept_and_upserted() -> None:
         {"name": "XLA_FLAGS", "value": "--x"},
         {"name": "JAX_PROCESS_ID", "value": "9"},
     ]
-    node["containers"][0]["ports"] = [{"containerPort": 8080}, {"containerPort": 29400, "name": "coord"}]
+    node["containers"][0]["ports"] = [{"containerPort": 8080}, {"containerPort": 29500, "name": "coord"}]
     container = node_container(jobset_of(trainjob(trainer={"numNodes": 2}), runtime))
     assert container["env"] == [
         {"name": "XLA_FLAGS", "value": "--x"},
@@ -160,7 +160,7 @@ def test_the_runtimes_own_env_and_ports_are_kept_and_upserted() -> None:
         jax_env(2)[0],
         jax_env(2)[2],
     ]
-    assert container["ports"] == [{"containerPort": 8080}, {"containerPort": 29400}]
+    assert container["ports"] == [{"containerPort": 8080}, {"containerPort": 29500}]
 
 
 def test_a_torch_runtime_gets_no_jax_env_and_a_jax_runtime_no_torch_env() -> None:

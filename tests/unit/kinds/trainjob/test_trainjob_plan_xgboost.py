@@ -53,7 +53,7 @@ def jobset_of(job: JsonDict, runtime: JsonDict | None = None) -> JsonDict:
 def dmlc_env(workers: int, name: str = "tj") -> list[JsonDict]:
     return [
         {"name": "DMLC_TRACKER_URI", "value": f"{name}-node-0-0.{name}"},
-        {"name": "DMLC_TRACKER_PORT", "value": "29400"},
+        {"name": "DMLC_TRACKER_PORT", "value": "29500"},
         {"name": "DMLC_TASK_ID", "valueFrom": RANK},
         {"name": "DMLC_NUM_WORKER", "value": str(workers)},
     ]
@@ -83,7 +83,7 @@ def test_the_jobset_of_xgboost_distributed_with_two_nodes_is_upstreams() -> None
                                             "image": IMAGE,
                                             "command": ["python", "train.py"],
                                             "env": dmlc_env(2),
-                                            "ports": [{"containerPort": 29400}],
+                                            "ports": [{"containerPort": 29500}],
                                         }
                                     ]
                                 }
@@ -127,7 +127,7 @@ def test_the_xgboost_plugins_node_container(
     assert (rjob["parallelism"], rjob["completions"]) == (count, count)
     container = node_container(jobset)
     assert container.get("env") == env
-    assert container.get("ports") == (None if env is None else [{"containerPort": 29400}])
+    assert container.get("ports") == (None if env is None else [{"containerPort": 29500}])
 
 
 def runtime_with_resources(resources: JsonDict) -> JsonDict:
