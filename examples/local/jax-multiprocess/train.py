@@ -1,7 +1,9 @@
-"""JAX multi-controller training on CPU, configured by the JAXJob env contract.
+"""JAX multi-controller training on CPU, configured by the JAXJob env contract or by Kubeflow
+Trainer v2's JAX plugin (the program of examples/local/trainjob-jax too).
 
 Every pod gets COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID
-(docs/upstream-behaviour.md#jaxjob);
+(docs/upstream-behaviour.md#jaxjob), or, in a TrainJob, JAX_COORDINATOR_ADDRESS (host:port),
+JAX_NUM_PROCESSES and JAX_PROCESS_ID;
 `jax.distributed.initialize` turns them into one runtime whose global device list spans all
 processes (process 0 hosts the coordination service). Then:
 
@@ -26,16 +28,25 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from sklearn.datasets import load_digits
 
 
+def topology() -> tuple[str, int, int]:
+    """(coordinator host:port, process count, this process's id) from either env contract: a
+    TrainJob's JAX plugin sets JAX_COORDINATOR_ADDRESS (host:port), JAX_NUM_PROCESSES and
+    JAX_PROCESS_ID; a JAXJob sets COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES, PROCESS_ID."""
+    env = os.environ
+    if "JAX_COORDINATOR_ADDRESS" in env:
+        return env["JAX_COORDINATOR_ADDRESS"], int(env["JAX_NUM_PROCESSES"]), int(env["JAX_PROCESS_ID"])
+    address = f"{env['COORDINATOR_ADDRESS']}:{env['COORDINATOR_PORT']}"
+    return address, int(env["NUM_PROCESSES"]), int(env["PROCESS_ID"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
 
-    coordinator = f"{os.environ['COORDINATOR_ADDRESS']}:{os.environ['COORDINATOR_PORT']}"
+    coordinator, num_processes, process_id = topology()
     jax.distributed.initialize(
-        coordinator_address=coordinator,
-        num_processes=int(os.environ["NUM_PROCESSES"]),
-        process_id=int(os.environ["PROCESS_ID"]),
+        coordinator_address=coordinator, num_processes=num_processes, process_id=process_id
     )
     pid, nproc = jax.process_index(), jax.process_count()
     print(

@@ -1,7 +1,9 @@
 """Data-parallel training with torch.distributed + DDP (gloo) on scikit-learn's digits.
 
 Demonstrates the PyTorchJob env contract: the operator injects MASTER_ADDR, MASTER_PORT,
-WORLD_SIZE and RANK into every pod, and `init_process_group(init_method="env://")` reads them.
+WORLD_SIZE and RANK into every pod, and `init_process_group(init_method="env://")` reads them. As
+the program of examples/local/trainjob-torch it runs under torchrun, which reads the PET_* env of
+Trainer v2's torch plugin and gives it the same four.
 Each rank trains on its own shard; DDP averages the gradients, so the loss falls on every rank and
 all ranks end with identical weights: the program checks that (all_gather of a checksum) and
 exits non-zero if they differ.

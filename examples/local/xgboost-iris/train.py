@@ -1,8 +1,10 @@
-"""Distributed XGBoost (the collective: rabit tracker + allreduce) on iris.
+"""Distributed XGBoost (the collective: rabit tracker + allreduce) on iris, as an XGBoostJob or as a
+TrainJob on Kubeflow Trainer v2's XGBoost runtime (the program of examples/local/trainjob-xgboost).
 
 Demonstrates the XGBoostJob env contract (docs/upstream-behaviour.md#xgboostjob): every pod gets
-MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK. Rank 0 (the Master pod) starts xgboost's
-RabitTracker listening on MASTER_PORT; every rank joins it with `collective.CommunicatorContext`,
+MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK (a TrainJob's: DMLC_TRACKER_URI, DMLC_TRACKER_PORT,
+DMLC_NUM_WORKER, DMLC_TASK_ID). Rank 0 (the Master pod, or the pod of index 0) starts xgboost's
+RabitTracker listening on the tracker port; every rank joins it with `collective.CommunicatorContext`,
 loads its own shard of iris and calls `xgb.train`: the histograms are all-reduced, so every rank
 builds the same trees. Each rank checks that its model equals rank 0's (a broadcast of the model's
 checksum); rank 0 prints the accuracy on a held-out set.
@@ -23,12 +25,24 @@ from xgboost import collective
 from xgboost.tracker import RabitTracker
 
 
+def topology() -> tuple[str, int, int, int]:
+    """(tracker host, tracker port, world size, rank) from either env contract: an XGBoostJob sets
+    MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK; a TrainJob's XGBoost plugin DMLC_TRACKER_URI,
+    DMLC_TRACKER_PORT, DMLC_NUM_WORKER and DMLC_TASK_ID (the pod's Job completion index)."""
+    env = os.environ
+    if "DMLC_TRACKER_URI" in env:
+        names = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_NUM_WORKER", "DMLC_TASK_ID")
+    else:
+        names = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+    host, port, world, rank = (env[name] for name in names)
+    return host, int(port), int(world), int(rank)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
-    addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-    world, rank = int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
+    addr, port, world, rank = topology()
 
     tracker = None
     if rank == 0:  # the master pod hosts the tracker on its service port
