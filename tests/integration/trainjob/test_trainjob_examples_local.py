@@ -1,7 +1,9 @@
-"""A TrainJob on upstream's torch-distributed ClusterTrainingRuntime runs for real on the local plane
-of `kubetrain up`: the operator builds its JobSet, the embedded JobSet controller its Job of 2
-indexed pods, torchrun rendezvouses at `<trainjob>-node-0-0.<trainjob>:29500`, DDP trains, and the
-TrainJob ends Complete with its jobsStatus."""
+"""TrainJobs on upstream's torch-, jax- and xgboost-distributed ClusterTrainingRuntimes run for real
+on the local plane of `kubetrain up`: the operator builds the JobSet with the runtime's plugin env,
+the embedded JobSet controller its Job of 2 indexed pods, the processes meet at
+`<trainjob>-node-0-0.<trainjob>:29500` (torchrun's rendezvous, JAX's coordinator, task 0's
+RabitTracker), training ends alike on both ranks, and the TrainJob ends Complete with its
+jobsStatus."""
 
 from __future__ import annotations
 
@@ -9,26 +11,72 @@ import asyncio
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from kubetrain.cli.plane import LocalPlane
 from tests.integration.jobset.test_local_plane import kubectl
 from tests.polling import wait_for
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "local" / "trainjob-torch"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "local"
+EXAMPLE = EXAMPLES / "trainjob-torch"
 
 
-async def test_example_trainjob_completes_under_the_local_plane(tmp_path: Path) -> None:
-    plane = LocalPlane(working_dir=EXAMPLE)
+@dataclass(frozen=True)
+class Case:
+    runtime: str
+    job: str
+    env: dict[str, str]
+    """What the runtime's plugin must have set on the node container."""
+    log_marks: tuple[tuple[str, int], ...]
+    """(text, how many times it is logged) once both ranks have trained."""
+
+
+CASES = [
+    Case(
+        "torch-distributed",
+        "trainjob-torch",
+        {
+            "PET_NNODES": "2",
+            "PET_MASTER_ADDR": "trainjob-torch-node-0-0.trainjob-torch",
+            "PET_MASTER_PORT": "29500",
+        },
+        (("identical_on_all_ranks=True", 2),),
+    ),
+    Case(
+        "jax-distributed",
+        "trainjob-jax",
+        {"JAX_NUM_PROCESSES": "2", "JAX_COORDINATOR_ADDRESS": "trainjob-jax-node-0-0.trainjob-jax:29500"},
+        (("identical=True", 2), ("process 0/2", 1), ("process 1/2", 1)),
+    ),
+    Case(
+        "xgboost-distributed",
+        "trainjob-xgboost",
+        {
+            "DMLC_NUM_WORKER": "2",
+            "DMLC_TRACKER_PORT": "29500",
+            "DMLC_TRACKER_URI": "trainjob-xgboost-node-0-0.trainjob-xgboost",
+        },
+        (("identical_to_rank0=True", 2), ("test accuracy", 1)),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.job for c in CASES])
+async def test_example_trainjob_completes_under_the_local_plane(tmp_path: Path, case: Case) -> None:
+    example = EXAMPLES / case.job
+    plane = LocalPlane(working_dir=example)
     await plane.start()
     try:
         kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig")
-        code, out = await kubectl(kubeconfig, "apply", "-f", str(EXAMPLE / "trainjob.yaml"))
-        assert "clustertrainingruntime.trainer.kubeflow.org/torch-distributed created" in out, out
-        assert code == 0 and "trainjob.trainer.kubeflow.org/trainjob-torch created" in out, out
+        code, out = await kubectl(kubeconfig, "apply", "-f", str(example / "trainjob.yaml"))
+        assert f"clustertrainingruntime.trainer.kubeflow.org/{case.runtime} created" in out, out
+        assert code == 0 and f"trainjob.trainer.kubeflow.org/{case.job} created" in out, out
 
         async def finished() -> dict:
-            code, out = await kubectl(kubeconfig, "get", "trainjob", "trainjob-torch", "-o", "json")
+            code, out = await kubectl(kubeconfig, "get", "trainjob", case.job, "-o", "json")
             if code != 0:
                 return {}
             status = json.loads(out).get("status") or {}
@@ -37,21 +85,26 @@ async def test_example_trainjob_completes_under_the_local_plane(tmp_path: Path) 
 
         status = await wait_for(finished, 240, "the TrainJob to finish", interval=1.0)
         code, logs = await kubectl(
-            kubeconfig, "logs", "-l", "jobset.sigs.k8s.io/jobset-name=trainjob-torch", "--tail=-1"
+            kubeconfig, "logs", "-l", f"jobset.sigs.k8s.io/jobset-name={case.job}", "--tail=-1"
         )
         complete = [c for c in status["conditions"] if c["type"] == "Complete"]
         assert complete and complete[0]["status"] == "True", (status, logs)
         assert complete[0]["reason"] == "AllJobsCompleted", status
         assert status["jobsStatus"][0]["name"] == "node" and status["jobsStatus"][0]["succeeded"] == 1, status
 
-        code, out = await kubectl(kubeconfig, "get", "jobset", "trainjob-torch", "-o", "json")
+        code, out = await kubectl(kubeconfig, "get", "jobset", case.job, "-o", "json")
         assert code == 0, out
         jobset = json.loads(out)
         owner = jobset["metadata"]["ownerReferences"][0]
-        assert (owner["kind"], owner["name"], owner["controller"]) == ("TrainJob", "trainjob-torch", True)
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("TrainJob", case.job, True)
         node = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
         assert (node["parallelism"], node["completions"]) == (2, 2)
-        assert "identical" in logs or "accuracy" in logs, logs
+        container = node["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert {name: env.get(name) for name in case.env} == case.env, env
+        assert 29500 in [p["containerPort"] for p in container["ports"]], container
+        for text, times in case.log_marks:
+            assert logs.count(text) == times, (text, logs)
     finally:
         await plane.stop()
 
