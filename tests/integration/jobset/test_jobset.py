@@ -188,7 +188,10 @@ async def test_in_order_startup_waits_for_the_leader_to_be_ready(api: KubeAPI) -
     js = (
         jobset("ordered")
         .replicated_job("leader", 1, command=SLEEP)
-        .replicated_job("workers", 2, command=[PY, "-c", "pass"])
+        # Workers stay up a little: upstream sets StartupPolicyCompleted on a pass that sees every
+        # replicated job started (ready, succeeded or failed) before the success policy ends the
+        # JobSet; workers that exit at once can complete it first, and the condition never comes.
+        .replicated_job("workers", 2, command=[PY, "-c", "import time; time.sleep(2)"])
         .startup_policy("InOrder")
         .success_policy("All", ["workers"])
         .build()
