@@ -58,7 +58,7 @@ from kubetrain.kinds.trainjob.constants import (
     REASON_SUSPENDED,
     TRAINING_RUNTIME,
 )
-from kubetrain.kinds.trainjob.info import new_info
+from kubetrain.kinds.trainjob.info import Info, new_info
 from kubetrain.kinds.trainjob.validation import RUNTIMES, runtime_key
 from kubetrain.kinds.trainjob.wire import TRAINJOB_INFO, TrainerObject, parser
 from kubetrain.kube.timefmt import parse_time
@@ -115,6 +115,23 @@ def _runtime(job: TrainJob, observed: Observed, key: str) -> tuple[JsonDict | No
         if meta.get("name") == name and (namespace is None or meta.get("namespace") == namespace):
             return obj, ""
     return None, f'{word} specified in TrainJob is not found: {plural}.{GROUP} "{name}" not found'
+
+
+IMPLEMENTED_POLICY_FIELDS = frozenset({"numNodes", "torch", "jax", "xgboost"})
+EVENT_POLICY_NOT_IMPLEMENTED = "MLPolicyNotImplemented"
+
+
+def _warn_unimplemented_policies(ctx: Ctx, info: Info) -> None:
+    """Say so, once (when the JobSet is created), when the runtime's mlPolicy names a plugin kubetrain
+    does not implement yet (e.g. mpi): its JobSet is built without that plugin's part, and the
+    user must not have to guess why the launcher cannot reach its workers."""
+    for name in sorted(set(as_dict(info.ml_policy)) - IMPLEMENTED_POLICY_FIELDS):
+        ctx.event(
+            "Warning",
+            EVENT_POLICY_NOT_IMPLEMENTED,
+            f'kubetrain does not implement the runtime\'s "{name}" ML policy yet: the JobSet is built '
+            f"without its env, files or launcher wiring (implemented: torch, jax, xgboost)",
+        )
 
 
 def _finished(status: JsonDict) -> bool:
@@ -183,6 +200,7 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
         desired = jobset_plugin.build(info, ctx.job.raw, ctx.owner())
         current = ctx.owned.get(JOBSET, ctx.job.name)
         if current is None:
+            _warn_unimplemented_policies(ctx, info)
             ctx.owned.ensure(desired)
         elif desired["spec"].get("suspend") or as_dict(current.get("spec")).get("suspend"):
             ctx.owned.ensure(desired, _suspend_differ)

@@ -422,3 +422,20 @@ def test_runtime_patches_label_the_jobset_and_merge_into_the_template() -> None:
     assert pod["nodeSelector"] == {"pool": "gpu"}
     assert pod["containers"][0]["image"].startswith("pytorch/pytorch:")
     assert pod["containers"][0]["env"] == [{"name": "X", "value": "1"}, *torch_env(2)]
+
+
+def test_an_ml_policy_kubetrain_lacks_is_said_once_when_the_jobset_is_created() -> None:
+    """deepspeed-distributed's mpi policy: the JobSet is built with a Warning naming the policy;
+    the next pass (the JobSet exists) says nothing more, and torch's own policy never warns."""
+    runtime = dict(yaml.safe_load((RUNTIMES / "deepspeed_distributed.yaml").read_text(encoding="utf-8")))
+    job = trainjob(trainer={"numNodes": 2})
+    job["spec"]["runtimeRef"]["name"] = runtime["metadata"]["name"]
+    first = plan(job, runtimes=(runtime,))
+    jobset = created_jobset(first)
+    warnings = [(e.type, e.reason) for e in first.events if e.reason == "MLPolicyNotImplemented"]
+    assert warnings == [("Warning", "MLPolicyNotImplemented")], first.events
+    assert '"mpi" ML policy' in next(e.message for e in first.events if e.reason == "MLPolicyNotImplemented")
+    again = plan(job, stored(jobset), runtimes=(runtime,))
+    assert not [e for e in again.events if e.reason == "MLPolicyNotImplemented"], again.events
+    torch_plan = plan(trainjob(trainer={"numNodes": 2}))
+    assert not [e for e in torch_plan.events if e.reason == "MLPolicyNotImplemented"], torch_plan.events
