@@ -36,17 +36,28 @@ OWNER = {
 RANK = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
 
 
+def shipped_runtime(stem: str) -> JsonDict:
+    """One of upstream's shipped runtimes (`runtimes/<stem>.yaml`), e.g. `jax_distributed`."""
+    return dict(yaml.safe_load((RUNTIMES / f"{stem}.yaml").read_text(encoding="utf-8")))
+
+
 def torch_distributed() -> JsonDict:
-    return dict(yaml.safe_load((RUNTIMES / "torch_distributed.yaml").read_text(encoding="utf-8")))
+    return shipped_runtime("torch_distributed")
 
 
-def trainjob(**spec: Any) -> JsonDict:
+def trainjob_on(runtime: str, name: str = "tj", **spec: Any) -> JsonDict:
+    """A TrainJob named `name` in namespace `ns` whose runtimeRef names the ClusterTrainingRuntime
+    `runtime`."""
     return {
         "apiVersion": TRAINER,
         "kind": "TrainJob",
-        "metadata": {"name": "tj", "namespace": "ns", "uid": "uid-tj", "creationTimestamp": STAMP},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec},
+        "metadata": {"name": name, "namespace": "ns", "uid": "uid-tj", "creationTimestamp": STAMP},
+        "spec": {"runtimeRef": {"name": runtime}, **spec},
     }
+
+
+def trainjob(**spec: Any) -> JsonDict:
+    return trainjob_on("torch-distributed", **spec)
 
 
 def plan(
@@ -427,7 +438,7 @@ def test_runtime_patches_label_the_jobset_and_merge_into_the_template() -> None:
 def test_an_ml_policy_kubetrain_lacks_is_said_once_when_the_jobset_is_created() -> None:
     """deepspeed-distributed's mpi policy: the JobSet is built with a Warning naming the policy;
     the next pass (the JobSet exists) says nothing more, and torch's own policy never warns."""
-    runtime = dict(yaml.safe_load((RUNTIMES / "deepspeed_distributed.yaml").read_text(encoding="utf-8")))
+    runtime = shipped_runtime("deepspeed_distributed")
     job = trainjob(trainer={"numNodes": 2})
     job["spec"]["runtimeRef"]["name"] = runtime["metadata"]["name"]
     first = plan(job, runtimes=(runtime,))

@@ -8,7 +8,6 @@ import copy
 from typing import Any
 
 import pytest
-import yaml
 
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import Observed
@@ -18,10 +17,11 @@ from tests.unit.kinds.trainjob.test_trainjob_plan import (
     NOW,
     OWNER,
     RANK,
-    RUNTIMES,
     created_jobset,
     node_container,
+    shipped_runtime,
     torch_distributed,
+    trainjob_on,
 )
 
 JsonDict = dict[str, Any]
@@ -29,21 +29,11 @@ IMAGE = "nvcr.io/nvidia/jax:25.10-py3"
 
 
 def jax_distributed() -> JsonDict:
-    return dict(yaml.safe_load((RUNTIMES / "jax_distributed.yaml").read_text(encoding="utf-8")))
+    return shipped_runtime("jax_distributed")
 
 
 def trainjob(name: str = "tj", **spec: Any) -> JsonDict:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": "uid-tj",
-            "creationTimestamp": "2026-12-02T12:00:00Z",
-        },
-        "spec": {"runtimeRef": {"name": "jax-distributed"}, **spec},
-    }
+    return trainjob_on("jax-distributed", name, **spec)
 
 
 def jobset_of(job: JsonDict, runtime: JsonDict | None = None) -> JsonDict:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import Observed
@@ -18,9 +17,10 @@ from tests.unit.kinds.trainjob.test_trainjob_plan import (
     NOW,
     OWNER,
     RANK,
-    RUNTIMES,
     created_jobset,
     node_container,
+    shipped_runtime,
+    trainjob_on,
 )
 
 JsonDict = dict[str, Any]
@@ -28,21 +28,11 @@ IMAGE = "ghcr.io/kubeflow/trainer/xgboost-runtime"
 
 
 def xgboost_distributed() -> JsonDict:
-    return dict(yaml.safe_load((RUNTIMES / "xgboost_distributed.yaml").read_text(encoding="utf-8")))
+    return shipped_runtime("xgboost_distributed")
 
 
 def trainjob(name: str = "tj", **spec: Any) -> JsonDict:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": "uid-tj",
-            "creationTimestamp": "2026-12-02T12:00:00Z",
-        },
-        "spec": {"runtimeRef": {"name": "xgboost-distributed"}, **spec},
-    }
+    return trainjob_on("xgboost-distributed", name, **spec)
 
 
 def jobset_of(job: JsonDict, runtime: JsonDict | None = None) -> JsonDict:
