@@ -106,42 +106,39 @@ def stored(jobset: JsonDict, **status: Any) -> JsonDict:
     return out
 
 
-def test_the_jobset_of_torch_distributed_with_two_nodes_is_upstreams() -> None:
-    job = trainjob(trainer={"numNodes": 2, "command": ["torchrun", "train.py"]})
-    jobset = created_jobset(plan(job))
-    assert jobset == {
+def one_node_jobset(image: str, command: list[str], env: list[JsonDict]) -> JsonDict:
+    """The JobSet upstream builds for a TrainJob `tj` of 2 nodes on a shipped one-job runtime:
+    one `node` replicated job of 2 indexed pods whose container has the plugin's env and port."""
+    container = {
+        "name": "node",
+        "image": image,
+        "command": command,
+        "env": env,
+        "ports": [{"containerPort": 29500}],
+    }
+    job_spec = {"parallelism": 2, "completions": 2, "template": {"spec": {"containers": [container]}}}
+    node = {
+        "name": "node",
+        "replicas": 1,
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": job_spec,
+        },
+    }
+    return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": {"name": "tj", "namespace": "ns", "ownerReferences": [OWNER]},
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "node",
-                    "replicas": 1,
-                    "template": {
-                        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                        "spec": {
-                            "parallelism": 2,
-                            "completions": 2,
-                            "template": {
-                                "spec": {
-                                    "containers": [
-                                        {
-                                            "name": "node",
-                                            "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
-                                            "command": ["torchrun", "train.py"],
-                                            "env": torch_env(2),
-                                            "ports": [{"containerPort": 29500}],
-                                        }
-                                    ]
-                                }
-                            },
-                        },
-                    },
-                }
-            ]
-        },
+        "spec": {"replicatedJobs": [node]},
     }
+
+
+def test_the_jobset_of_torch_distributed_with_two_nodes_is_upstreams() -> None:
+    job = trainjob(trainer={"numNodes": 2, "command": ["torchrun", "train.py"]})
+    jobset = created_jobset(plan(job))
+    assert jobset == one_node_jobset(
+        "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime", ["torchrun", "train.py"], torch_env(2)
+    )
 
 
 def test_the_trainjobs_workdir_reaches_every_pod_template_that_names_none() -> None:

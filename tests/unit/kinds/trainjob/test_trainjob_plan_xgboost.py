@@ -15,10 +15,10 @@ from kubetrain.kinds.trainjob.xgboost import gpus_per_node
 from tests.unit.kinds.trainjob.test_trainjob_plan import (
     CTR_KEY,
     NOW,
-    OWNER,
     RANK,
     created_jobset,
     node_container,
+    one_node_jobset,
     shipped_runtime,
     trainjob_on,
 )
@@ -51,39 +51,7 @@ def dmlc_env(workers: int, name: str = "tj") -> list[JsonDict]:
 
 def test_the_jobset_of_xgboost_distributed_with_two_nodes_is_upstreams() -> None:
     job = trainjob(trainer={"numNodes": 2, "command": ["python", "train.py"]})
-    assert jobset_of(job) == {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "tj", "namespace": "ns", "ownerReferences": [OWNER]},
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "node",
-                    "replicas": 1,
-                    "template": {
-                        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                        "spec": {
-                            "parallelism": 2,
-                            "completions": 2,
-                            "template": {
-                                "spec": {
-                                    "containers": [
-                                        {
-                                            "name": "node",
-                                            "image": IMAGE,
-                                            "command": ["python", "train.py"],
-                                            "env": dmlc_env(2),
-                                            "ports": [{"containerPort": 29500}],
-                                        }
-                                    ]
-                                }
-                            },
-                        },
-                    },
-                }
-            ]
-        },
-    }
+    assert jobset_of(job) == one_node_jobset(IMAGE, ["python", "train.py"], dmlc_env(2))
 
 
 GPU2 = {"limits": {"nvidia.com/gpu": "2"}}
