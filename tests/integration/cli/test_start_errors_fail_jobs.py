@@ -41,7 +41,9 @@ def test_never_fails_the_job_with_the_start_error(client: kubetrain.Client) -> N
 
 def test_on_failure_restarts_until_the_backoff_limit(client: kubetrain.Client) -> None:
     body = pytorchjob("e2big-retry", "print('never runs')", restart_policy="OnFailure", env=HUGE)
-    body["spec"]["runPolicy"] = {"backoffLimit": 1}
+    # 3, not 1: the job fails once restarts reach the limit, and at 1 that is the very moment the
+    # first restart meets the error again, so `wait` could see Failed before it sees stuck.
+    body["spec"]["runPolicy"] = {"backoffLimit": 3}
     client.create(body)
     with pytest.raises(JobStuck, match="argument list too long"):  # the restart met it again
         client.wait("pytorchjob", "e2big-retry", timeout=90)

@@ -117,6 +117,38 @@ async def job_pods(api: KubeAPI, name: str, namespace: str = "default") -> list[
     return items
 
 
+async def pod_story(api: KubeAPI, name: str, namespace: str = "default") -> str:
+    """The pod's phase, each container's state and the tail of its log: what a reader of a timed-out
+    run needs to see where it hung (mpirun, an exec session, the init container...)."""
+    pod = await api.get_or_none(core_path("pods", namespace, name))
+    if pod is None:
+        return f"pod {name}: not found"
+    status = pod.get("status") or {}
+    lines = [f"pod {name}: {status.get('phase')}"]
+    for cs in [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]:
+        lines.append(f"  {cs.get('name')}: {cs.get('state')}")
+        async with api.session.get(
+            f"{api.base_url}{core_path('pods', namespace, name, 'log')}", params={"container": cs["name"]}
+        ) as r:
+            lines.extend(f"    | {line}" for line in (await r.text()).splitlines()[-40:])
+    return "\n".join(lines)
+
+
+async def pod_finished(api: KubeAPI, name: str, timeout: float, also: tuple[str, ...] = ()) -> JsonDict:
+    """The pod once Succeeded or Failed; on timeout the failure tells the story of it and of `also`."""
+
+    async def finished() -> JsonDict | None:
+        pod = await api.get_or_none(core_path("pods", "default", name))
+        return pod if (pod or {}).get("status", {}).get("phase") in ("Succeeded", "Failed") else None
+
+    try:
+        result: JsonDict = await wait_for(finished, timeout, f"pod {name} to finish")
+    except AssertionError as err:
+        stories = [await pod_story(api, pod) for pod in (name, *also)]
+        raise AssertionError("\n".join([str(err), *stories])) from None
+    return result
+
+
 async def read_log(api: KubeAPI, name: str, namespace: str = "default", **params: str) -> str:
     async with api.session.get(
         f"{api.base_url}{core_path('pods', namespace, name, 'log')}", params=params

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from kubetrain.embedded.node import KubeAPI, NodeAgent
-from kubetrain.kube.client import core_path
 
-from .conftest import PY, create, job_condition, job_pods, read_log, require_openmpi, wait_for
+from .conftest import PY, create, job_condition, job_pods, pod_finished, read_log, require_openmpi
 
 JsonDict = dict[str, Any]
 
@@ -241,11 +240,7 @@ async def test_kubexec_path_v1_style(api: KubeAPI, plane: NodeAgent) -> None:
     }
     await create(api, launcher)
 
-    async def finished() -> JsonDict | None:
-        pod = await api.get_or_none(core_path("pods", "default", f"{job}-launcher"))
-        return pod if (pod or {}).get("status", {}).get("phase") in ("Succeeded", "Failed") else None
-
-    pod = await wait_for(finished, 90, "launcher pod to finish")
+    pod = await pod_finished(api, f"{job}-launcher", 90, also=(f"{job}-worker-0", f"{job}-worker-1"))
     log = await read_log(api, f"{job}-launcher")
     assert pod["status"]["phase"] == "Succeeded", log
     check_allreduce(log, [f"{job}-worker-0", f"{job}-worker-1"], plane.network.pod_cidr)
