@@ -11,7 +11,7 @@ shape), and writes them in the file's own line width so regenerating an unchange
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ JOB_VERBS = ("get", "list", "watch", "update", "patch", "delete")
 """The jobs themselves: read through the cache, updated (finalizers, metadata), deleted (TTL)."""
 SUBRESOURCE_VERBS = {"status": ("get", "update", "patch"), "finalizers": ("update",)}
 """The status the planner writes, and the finalizers of jobs whose children block owner deletion."""
+READ_VERBS = ("get", "list", "watch")
 
 
 @dataclass(frozen=True)
@@ -34,21 +35,41 @@ class Target:
     path: str
     width: int
     """The line width its flow sequences wrap at (as committed)."""
+    scope: Callable[[KindInfo], bool] = lambda info: True
+    """Which kinds it grants: a namespaced Role can grant no cluster-scoped kind (Kubernetes
+    ignores such a rule), so the single-namespace overlay grants those in a ClusterRole."""
+    read_only: bool = False
+    """Only `READ_VERBS` on the kinds, no subresources: an operator of one namespace reads the
+    cluster-scoped kinds (runtimes) and must not be able to change them for every namespace."""
+
+
+def _namespaced(info: KindInfo) -> bool:
+    return info.namespaced
+
+
+def _cluster_scoped(info: KindInfo) -> bool:
+    return not info.namespaced
 
 
 TARGETS = (
     Target("base/rbac/cluster-role.yaml", 100),
-    Target("overlays/single-namespace/rbac/role.yaml", 110),
+    Target("overlays/single-namespace/rbac/role.yaml", 110, _namespaced),
+    Target("overlays/single-namespace/rbac/cluster-kinds-role.yaml", 110, _cluster_scoped, read_only=True),
 )
 
 
-def job_rules(kinds: Iterable[KindInfo]) -> list[dict[str, Any]]:
-    """Per API group, in registry order: the jobs, their status, their finalizers."""
+def job_rules(kinds: Iterable[KindInfo], read_only: bool = False) -> list[dict[str, Any]]:
+    """Per API group, in registry order: the jobs, their status, their finalizers (with
+    `read_only`: one rule of `READ_VERBS` on the kinds)."""
     plurals: dict[str, list[str]] = {}
     for info in kinds:
         group = plurals.setdefault(info.group, [])
         if info.plural not in group:
             group.append(info.plural)
+    if read_only:
+        return [
+            {"apiGroups": [g], "resources": names, "verbs": list(READ_VERBS)} for g, names in plurals.items()
+        ]
     return [rule for group, names in plurals.items() for rule in _group_rules(group, names)]
 
 
@@ -119,5 +140,12 @@ def splice(text: str, rules: list[dict[str, Any]], width: int) -> str:
 
 def generate(manifests: Path, kinds: Iterable[KindInfo] | None = None) -> dict[str, str]:
     """Target path (relative to `manifests`) -> its text with the registry's job-kind rules."""
-    rules = job_rules(REGISTERED_KINDS.values() if kinds is None else kinds)
-    return {t.path: splice((manifests / t.path).read_text(encoding="utf-8"), rules, t.width) for t in TARGETS}
+    infos = list(REGISTERED_KINDS.values() if kinds is None else kinds)
+    return {
+        t.path: splice(
+            (manifests / t.path).read_text(encoding="utf-8"),
+            job_rules(filter(t.scope, infos), t.read_only),
+            t.width,
+        )
+        for t in TARGETS
+    }

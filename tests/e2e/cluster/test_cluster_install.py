@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubetrain.embedded.jobset import jobset_crd as embedded_jobset_crd
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.transport import KubeClient
 from kubetrain.webhook.provisioner import CertConfig, CertProvisioner
@@ -271,9 +272,11 @@ async def test_single_namespace_install_and_keep_crds(plane: Path, kube: KubeCli
         assert {o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]} == {ns}
         container = found[f"Deployment {ns}/training-operator"]["spec"]["template"]["spec"]["containers"][0]
         assert f"--namespace={ns}" in container["args"]
-        # Namespaced RBAC only: no cluster-wide grant to pods, services or jobs.
-        assert await labelled(kube, RBAC, "ClusterRole") == {"training-operator-webhook"}
-        assert await labelled(kube, RBAC, "ClusterRoleBinding") == {"training-operator-webhook"}
+        # Namespaced RBAC only: no cluster-wide grant to pods, services or jobs (the webhook
+        # configuration's caBundle and reading ClusterTrainingRuntimes are cluster-scoped).
+        cluster_grants = {"training-operator-webhook", "training-operator-cluster-kinds"}
+        assert await labelled(kube, RBAC, "ClusterRole") == cluster_grants
+        assert await labelled(kube, RBAC, "ClusterRoleBinding") == cluster_grants
         assert await labelled(kube, RBAC, "Role") == names(objects, "Role")
         # The namespaceSelector as the real server evaluates it: the served namespace's jobs reach the
         # (unreachable, fail-closed) webhook, another namespace's are admitted without it.
@@ -469,6 +472,54 @@ async def test_the_operator_works_under_the_installed_rbac(
             operator.stop()
         assert "Forbidden" not in operator.log(), operator.log()
         await kube.delete("v1", "Namespace", None, ns)
+
+
+async def test_a_single_namespace_operator_builds_trainjobs_on_cluster_training_runtimes(
+    plane: Path, kube: KubeClient, tmp_path: Path
+) -> None:
+    """A ClusterTrainingRuntime is cluster-scoped, which the single-namespace Role cannot grant:
+    under the installed RBAC and the real authorizer, the operator of one namespace still lists
+    them and builds a TrainJob's JobSet from one, without being able to change it."""
+    ns = f"ml-{secrets.token_hex(3)}"
+    args = ("--overlay", "single-namespace", "--namespace", ns)
+    runtime, trainjob = yaml.safe_load_all((REPO / "examples/local/trainjob-torch/trainjob.yaml").read_text())
+    trainjob["metadata"]["namespace"] = ns
+    runtime_ref = (runtime["apiVersion"], runtime["kind"], None, runtime["metadata"]["name"])
+    jobset_crd = embedded_jobset_crd()  # what runs JobSets is not under test: only what is built
+    kube.registry.register_crd(jobset_crd)
+    await kube.create(jobset_crd)
+    async with uninstalled_after(plane, kube, *args):
+        await install(plane, *args)
+        await kube.delete(
+            "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", None, WEBHOOK_CONFIGURATION
+        )
+        account = await token_kubeconfig(
+            kube, plane, ns, "training-operator", tmp_path / "operator", create=False
+        )
+        operator = OperatorProc(account, tmp_path / "operator.log", "--no-webhook", "--namespace", ns)
+        try:
+            await operator.wait_ready(120)
+            await kube.create(runtime)
+            await kube.create(trainjob)
+            wanted = {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": trainjob["metadata"],
+            }
+            jobset = await wait_for(lambda: live(kube, wanted), tier.TIMEOUT, "the TrainJob's JobSet")
+            owner = jobset["metadata"]["ownerReferences"][0]
+            assert (owner["kind"], owner["name"]) == ("TrainJob", trainjob["metadata"]["name"])
+            async with await KubeClient.from_kubeconfig(str(account), None, qps=0) as as_operator:
+                with pytest.raises(ApiError) as refused:  # read-only: the runtime serves every namespace
+                    await as_operator.delete(*runtime_ref)
+                assert refused.value.status == 403
+        finally:
+            operator.stop()
+            await kube.delete(*runtime_ref)
+            await kube.delete(
+                jobset_crd["apiVersion"], jobset_crd["kind"], None, jobset_crd["metadata"]["name"]
+            )
+        assert "Forbidden" not in operator.log(), operator.log()
 
 
 # -- RBAC escalation -------------------------------------------------------------------------------

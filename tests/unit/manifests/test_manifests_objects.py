@@ -21,7 +21,7 @@ from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, Observed
 from kubetrain.kinds.chainerjob import planner as chainer
 from kubetrain.kinds.mpijob import planner as mpi
-from kubetrain.kinds.registry import SERVED_KINDS, webhook_kinds
+from kubetrain.kinds.registry import REGISTERED_KINDS, webhook_kinds
 from kubetrain.runtime.health import BindAddress
 from kubetrain.runtime.leaderelection import DEFAULT_LEASE_NAME
 from kubetrain.webhook.handler import routes
@@ -34,6 +34,12 @@ from kubetrain.webhook.server import DEFAULT_CERT_DIR, DEFAULT_PORT
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
 OVERLAYS = ["cluster-wide", "single-namespace"]
+CLUSTER_SCOPED = {
+    ("scheduling.k8s.io", "priorityclasses"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    *((i.group, i.plural) for i in REGISTERED_KINDS.values() if not i.namespaced),
+}
+"""(group, resource) of the cluster-scoped resources the manifests name."""
 Obj = dict[str, Any]
 
 
@@ -226,9 +232,12 @@ def grants(
     name: str | None = None,
     namespace: str | None = None,
 ) -> bool:
-    """Whether the operator may `verb` `resource` (in `namespace`; None = every namespace)."""
+    """Whether the operator may `verb` `resource` (in `namespace`; None = every namespace). As
+    Kubernetes' authorizer does, a Role's rule grants nothing on a cluster-scoped resource."""
     for role, rule in bound_rules(objects):
         if group not in rule["apiGroups"] or resource not in rule["resources"] or verb not in rule["verbs"]:
+            continue
+        if role["kind"] == "Role" and (group, resource.partition("/")[0]) in CLUSTER_SCOPED:
             continue
         names = rule.get("resourceNames")
         if names is not None and name not in names:
@@ -332,7 +341,11 @@ def test_rbac_covers_what_the_operator_does(rendered: tuple[str, list[Obj]]) -> 
     ]
     if overlay == "cluster-wide":
         needed.append(("scheduling.k8s.io", "priorityclasses", ("get", "list", "watch")))
-    for info in SERVED_KINDS.values():
+    for info in REGISTERED_KINDS.values():
+        if not info.namespaced:  # read (runtimes); no namespace to confine them to
+            for verb in ("get", "list", "watch"):
+                assert grants(objects, info.group, info.plural, verb), (info.plural, verb)
+            continue
         needed.append((info.group, info.plural, ("get", "list", "watch", "update", "patch", "delete")))
         needed.append((info.group, f"{info.plural}/status", ("get", "update", "patch")))
     for group, resource, verbs in needed:
@@ -346,7 +359,14 @@ def test_single_namespace_has_no_cluster_wide_workload_access(rendered: tuple[st
     overlay, objects = rendered
     cluster_rules = [rule for role, rule in bound_rules(objects) if role["kind"] == "ClusterRole"]
     if overlay == "single-namespace":
-        assert [r["resources"] for r in cluster_rules] == [["validatingwebhookconfigurations"]]
+        # The webhook configuration's caBundle, and reading the cluster-scoped kinds: nothing else.
+        cluster_kinds = {(i.group, i.plural) for i in REGISTERED_KINDS.values() if not i.namespaced}
+        assert [
+            r["resources"] for r in cluster_rules if r["apiGroups"] == ["admissionregistration.k8s.io"]
+        ] == [["validatingwebhookconfigurations"]]
+        for rule in (r for r in cluster_rules if r["apiGroups"] != ["admissionregistration.k8s.io"]):
+            assert {(g, r) for g in rule["apiGroups"] for r in rule["resources"]} <= cluster_kinds, rule
+            assert rule["verbs"] == ["get", "list", "watch"], rule
     else:
         assert any("pods" in r["resources"] for r in cluster_rules)
 
