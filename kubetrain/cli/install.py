@@ -16,6 +16,13 @@ its binding away, or the operator would keep its access to every namespace's pod
 Only objects labelled `app.kubernetes.io/part-of=kubetrain` whose managedFields name our field
 manager are candidates, in the install's namespace or cluster-scoped; CRDs and Namespaces never.
 
+`--runtimes` also applies upstream Kubeflow Trainer's default ClusterTrainingRuntimes
+(manifests/runtimes/: torch-, deepspeed-, mlx-, jax- and xgboost-distributed, upstream's files
+unchanged), once the operator's validating webhook, which admits runtimes and fails closed, serves:
+until then the API server refuses them, so install waits (`--runtimes-timeout`). `--only-runtimes`
+applies just those, to a plane whose operator already runs (`kubetrain up`, or a cluster after the
+operator's rollout).
+
 `--uninstall` deletes the same objects in reverse order and, like `kubectl delete`, waits until
 they are gone (the namespace controller empties the namespace, the CRDs' finalizer deletes their
 jobs); `--keep-crds` keeps the CRDs, and with them every job (deleting a CRD deletes all of its
@@ -67,6 +74,9 @@ PRUNABLE = (
 )
 """The kinds the tree renders in some overlay, but for Namespaces and CRDs (which hold jobs)."""
 DELETE_WAIT = 120.0
+RUNTIMES_WAIT = 120.0
+WEBHOOK_UNREACHABLE = "failed calling webhook"
+"""kube-apiserver's answer while a fail-closed webhook has no server behind it."""
 
 
 def register(sub: SubParsers) -> None:
@@ -97,6 +107,24 @@ def register(sub: SubParsers) -> None:
         type=Path,
         default=None,
         help="the manifests directory (default: the one next to the kubetrain package)",
+    )
+    p.add_argument(
+        "--runtimes",
+        action="store_true",
+        help="also apply upstream Kubeflow Trainer's default ClusterTrainingRuntimes (torch-, deepspeed-, "
+        "mlx-, jax-, xgboost-distributed) once the operator's webhook serves",
+    )
+    p.add_argument(
+        "--only-runtimes",
+        action="store_true",
+        help="apply (with --uninstall: delete) only those runtimes, e.g. on `kubetrain up`'s plane",
+    )
+    p.add_argument(
+        "--runtimes-timeout",
+        type=float,
+        default=RUNTIMES_WAIT,
+        metavar="S",
+        help=f"how long to wait for the operator's webhook before the runtimes (default: {RUNTIMES_WAIT:g})",
     )
     p.add_argument("--uninstall", action="store_true", help="delete what install creates")
     p.add_argument("--keep-crds", action="store_true", help="with --uninstall: keep the CRDs and every job")
@@ -136,6 +164,11 @@ def kustomize(directory: Path) -> str:
     if result.returncode != 0:
         raise KubetrainError(f"{' '.join(command)} failed: {result.stderr.strip()}")
     return result.stdout
+
+
+def render_runtimes(manifests: Path) -> list[JsonDict]:
+    """Upstream's default ClusterTrainingRuntimes (cluster-scoped: no namespace to move)."""
+    return [o for o in yaml.safe_load_all(kustomize(manifests / "runtimes")) if isinstance(o, dict)]
 
 
 def render(directory: Path, namespace: str, image: str | None) -> list[JsonDict]:
@@ -249,13 +282,20 @@ def installed_by_us(live: JsonDict) -> bool:
     return any(m.get("manager") == FIELD_MANAGER for m in managers)
 
 
-async def apply_one(client: KubeClient, obj: JsonDict) -> None:
+async def server_side_apply(client: KubeClient, obj: JsonDict) -> JsonDict:
+    """The object as applied (raises the API server's ApiError)."""
     meta = obj["metadata"]
     rt = client.resource(obj["apiVersion"], obj["kind"])
     path = rt.path(meta.get("namespace") if rt.namespaced else None, meta["name"])
     query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+    applied: JsonDict = await client.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH)
+    return applied
+
+
+async def apply_one(client: KubeClient, obj: JsonDict) -> None:
+    meta = obj["metadata"]
     try:
-        applied = await client.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH)
+        applied = await server_side_apply(client, obj)
     except ApiError as exc:
         raise KubetrainError(f"applying {obj['kind']} {meta['name']} failed: {exc}") from None
     if (applied.get("metadata") or {}).get("deletionTimestamp"):
@@ -378,6 +418,64 @@ async def wait_gone(client: KubeClient, objects: list[JsonDict], timeout: float 
         await asyncio.sleep(0.5)
 
 
+async def apply_runtimes(
+    client: KubeClient, runtimes: list[JsonDict], namespace: str, timeout: float
+) -> None:
+    """Apply each runtime, waiting up to `timeout` seconds for the webhook that admits them."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    said_waiting = False
+    for obj in runtimes:
+        name = obj["metadata"]["name"]
+        while True:
+            try:
+                await server_side_apply(client, obj)
+                break
+            except ApiError as exc:
+                if exc.not_found:
+                    raise KubetrainError(
+                        f"applying {obj['kind']} {name} failed: the Trainer CRDs are not installed "
+                        "(run `kubetrain install` first)"
+                    ) from None
+                if WEBHOOK_UNREACHABLE not in str(exc):
+                    raise KubetrainError(f"applying {obj['kind']} {name} failed: {exc}") from None
+                if loop.time() >= deadline:
+                    rollout = f"kubectl -n {namespace} rollout status deployment/{OPERATOR_DEPLOYMENT}"
+                    raise KubetrainError(
+                        f"the operator's webhook, which admits runtimes, did not serve within {timeout:g}s "
+                        f"({exc}): once `{rollout}` succeeds, run `kubetrain install --only-runtimes`"
+                    ) from None
+                if not said_waiting:
+                    err.print(
+                        "waiting for the operator's webhook to serve, to apply the runtimes", markup=False
+                    )
+                    said_waiting = True
+                await asyncio.sleep(1.0)
+        err.print(f"{obj['kind'].lower()}/{name} applied", markup=False)
+
+
+async def delete_runtimes(client: KubeClient, runtimes: list[JsonDict]) -> None:
+    """Delete the runtimes an install applied (one a user wrote under the same name is kept)."""
+    for obj in runtimes:
+        live = await get_or_none(client, obj)
+        if live is None:
+            continue
+        if not installed_by_us(live):
+            err.print(
+                f"{obj['kind'].lower()}/{obj['metadata']['name']} kept: not applied by install", markup=False
+            )
+            continue
+        try:
+            await client.delete(obj["apiVersion"], obj["kind"], None, obj["metadata"]["name"])
+        except ApiError as exc:
+            if not exc.not_found:
+                raise KubetrainError(
+                    f"deleting {obj['kind']} {obj['metadata']['name']} failed: {exc}"
+                ) from None
+            continue
+        err.print(f"{obj['kind'].lower()}/{obj['metadata']['name']} deleted", markup=False)
+
+
 # -- the command ----------------------------------------------------------------------------------
 
 
@@ -388,14 +486,23 @@ def _install(args: argparse.Namespace) -> int:
     if not args.wait and not args.uninstall:
         err.print("--no-wait only applies to --uninstall", style="red", markup=False)
         return 2
-    objects = render(manifests_dir(args.manifests) / "overlays" / args.overlay, args.namespace, args.image)
+    if args.only_runtimes and args.keep_crds:
+        err.print("--keep-crds does not apply to --only-runtimes", style="red", markup=False)
+        return 2
+    manifests = manifests_dir(args.manifests)
+    runtimes = render_runtimes(manifests) if args.runtimes or args.only_runtimes else []
+    objects = (
+        []
+        if args.only_runtimes
+        else render(manifests / "overlays" / args.overlay, args.namespace, args.image)
+    )
     if args.print_only:
-        out.print(yaml.safe_dump_all(objects, sort_keys=False), end="", markup=False)
+        out.print(yaml.safe_dump_all([*objects, *runtimes], sort_keys=False), end="", markup=False)
         return 0
-    return run_async(_apply(args, objects))
+    return run_async(_apply(args, objects, runtimes))
 
 
-async def _apply(args: argparse.Namespace, objects: list[JsonDict]) -> int:
+async def _apply(args: argparse.Namespace, objects: list[JsonDict], runtimes: list[JsonDict]) -> int:
     if args.kubeconfig and not Path(args.kubeconfig).expanduser().is_file():
         raise ConfigError(f"kubeconfig {args.kubeconfig}: no such file")
     try:
@@ -404,12 +511,17 @@ async def _apply(args: argparse.Namespace, objects: list[JsonDict]) -> int:
         raise ConfigError(f"cannot load the kubeconfig {args.kubeconfig or '(default)'}: {exc}") from None
     try:
         if args.uninstall:
+            await delete_runtimes(client, runtimes)
+            if args.only_runtimes:
+                out.print("kubetrain's default runtimes uninstalled", markup=False)
+                return 0
             await delete_all(client, objects, args.namespace, args.keep_crds, args.wait)
             out.print(
                 "kubetrain operator uninstalled" + (" (CRDs and jobs kept)" if args.keep_crds else ""),
                 markup=False,
             )
-        else:
+            return 0
+        if not args.only_runtimes:
             await apply_all(client, objects)
             await prune(client, objects, args.namespace)
             out.print(
@@ -417,6 +529,10 @@ async def _apply(args: argparse.Namespace, objects: list[JsonDict]) -> int:
                 f"kubectl -n {args.namespace} rollout status deployment/{OPERATOR_DEPLOYMENT}",
                 markup=False,
             )
+        await apply_runtimes(client, runtimes, args.namespace, args.runtimes_timeout)
+        if runtimes:
+            names = ", ".join(o["metadata"]["name"] for o in runtimes)
+            out.print(f"ClusterTrainingRuntimes applied: {names}", markup=False)
         return 0
     except TimeoutError:
         raise KubetrainError(f"the CRDs were not Established within {CRD_WAIT:.0f}s") from None

@@ -298,6 +298,46 @@ async def test_single_namespace_install_and_keep_crds(plane: Path, kube: KubeCli
     await kube.delete("v1", "Namespace", None, elsewhere)
 
 
+async def test_default_runtimes_wait_for_the_webhook_then_apply_and_uninstall(
+    plane: Path, kube: KubeClient
+) -> None:
+    """`--runtimes`: upstream's five default ClusterTrainingRuntimes, as the real API server (with
+    upstream's CRD schema) stores them. The validating webhook admits runtimes and fails closed, so
+    while nothing serves it (this plane has no node for the operator) install waits, then says what
+    to run; with the webhook out of the way `--only-runtimes` applies them, and uninstalls them."""
+    runtimes = of_kind(await rendered("--only-runtimes"), "ClusterTrainingRuntime")
+    assert sorted(names(runtimes, "ClusterTrainingRuntime")) == [
+        "deepspeed-distributed",
+        "jax-distributed",
+        "mlx-distributed",
+        "torch-distributed",
+        "xgboost-distributed",
+    ]
+    early = await kubetrain("install", "--kubeconfig", str(plane), "--only-runtimes")
+    assert early.returncode == 1 and "the Trainer CRDs are not installed" in early.stderr, early.stderr
+    async with uninstalled_after(plane, kube):
+        waited = await kubetrain(
+            "install", "--kubeconfig", str(plane), "--runtimes", "--runtimes-timeout", "3"
+        )
+        assert waited.returncode == 1, waited.stderr
+        assert "waiting for the operator's webhook to serve" in waited.stderr, waited.stderr
+        assert "did not serve within 3s" in waited.stderr and "install --only-runtimes" in waited.stderr
+        assert [o for o in runtimes if await live(kube, o) is not None] == []
+        await assert_installed(kube, await rendered())  # the operator's objects went in first
+
+        await kube.delete(
+            "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", None, WEBHOOK_CONFIGURATION
+        )
+        applied = await install(plane, "--only-runtimes")
+        assert "clustertrainingruntime/torch-distributed applied" in applied
+        await assert_installed(kube, runtimes)
+        assert "applied" in await install(plane, "--only-runtimes")  # again: an upgrade, no conflict
+
+        await install(plane, "--only-runtimes", "--uninstall")
+        assert [o for o in runtimes if await live(kube, o) is not None] == []
+        assert await live(kube, of_kind(await rendered(), "Deployment")[0]) is not None  # only the runtimes
+
+
 async def test_an_existing_namespace_survives_uninstall(plane: Path, kube: KubeClient) -> None:
     ns = await namespace(kube, f"team-{secrets.token_hex(3)}")
     precious = await kube.create(

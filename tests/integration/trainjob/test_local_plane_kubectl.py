@@ -11,15 +11,9 @@ import yaml
 from kubetrain.cli.plane import LocalPlane
 from tests.integration.jobset.test_local_plane import kubectl
 from tests.polling import wait_for
+from tests.trainer_runtimes import RUNTIMES
 
-RUNTIME = (
-    Path(__file__).resolve().parents[2]
-    / "unit"
-    / "kinds"
-    / "trainjob"
-    / "runtimes"
-    / "torch_distributed.yaml"
-)
+RUNTIME = RUNTIMES / "torch_distributed.yaml"
 
 
 def trainjob(name: str, runtime: str) -> str:

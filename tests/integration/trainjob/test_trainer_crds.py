@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubetrain.cli.operator_webhook import AdmissionCache
 from kubetrain.cli.plane import KubeflowAdmission, store_lookup
@@ -24,9 +23,9 @@ from kubetrain.runtime.transport import KubeClient
 from kubetrain.webhook.handler import admit
 from kubetrain.webhook.review import AdmissionRequest
 from tests.polling import wait_for
+from tests.trainer_runtimes import shipped_runtime
 
 JsonDict = dict[str, Any]
-RUNTIMES = Path(__file__).resolve().parents[2] / "unit" / "kinds" / "trainjob" / "runtimes"
 GROUP = "/apis/trainer.kubeflow.org/v1alpha1"
 CLUSTER_RUNTIMES = f"{GROUP}/clustertrainingruntimes"
 RUNTIMES_DEFAULT = f"{GROUP}/namespaces/default/trainingruntimes"
@@ -36,7 +35,7 @@ API_VERSION = "trainer.kubeflow.org/v1alpha1"
 
 
 def runtime(name: str) -> JsonDict:
-    return dict(yaml.safe_load((RUNTIMES / f"{name}.yaml").read_text(encoding="utf-8")))
+    return shipped_runtime(name)
 
 
 def trainjob(name: str, runtime_name: str, **spec: Any) -> JsonDict:

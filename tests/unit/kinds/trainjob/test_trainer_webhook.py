@@ -10,19 +10,17 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubetrain.kinds.trainjob.constants import RUNTIME_DEPRECATION_POLICY_URL
 from kubetrain.kinds.trainjob.wire import CLUSTER_TRAINING_RUNTIME_INFO, TRAINING_RUNTIME_INFO, TRAINJOB_INFO
 from kubetrain.webhook.handler import admit, routes
 from kubetrain.webhook.review import AdmissionRequest
+from tests.trainer_runtimes import shipped_runtime
 
 JsonDict = dict[str, Any]
-RUNTIMES = Path(__file__).resolve().parent / "runtimes"
 SHIPPED = [
     "torch_distributed",
     "deepspeed_distributed",
@@ -34,7 +32,7 @@ API_VERSION = "trainer.kubeflow.org/v1alpha1"
 
 
 def shipped(name: str) -> JsonDict:
-    return dict(yaml.safe_load((RUNTIMES / f"{name}.yaml").read_text(encoding="utf-8")))
+    return shipped_runtime(name)
 
 
 def namespaced(runtime: JsonDict, namespace: str = "default") -> JsonDict:

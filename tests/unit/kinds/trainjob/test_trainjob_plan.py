@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
 from kubetrain.kinds import registry
 from kubetrain.kinds.trainjob.torch import num_proc_per_node
+from tests.trainer_runtimes import shipped_runtime
 
 JsonDict = dict[str, Any]
-RUNTIMES = Path(__file__).resolve().parent / "runtimes"
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 STAMP = "2026-12-02T12:00:00Z"
 TRAINER = "trainer.kubeflow.org/v1alpha1"
@@ -34,11 +32,6 @@ OWNER = {
     "blockOwnerDeletion": True,
 }
 RANK = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
-
-
-def shipped_runtime(stem: str) -> JsonDict:
-    """One of upstream's shipped runtimes (`runtimes/<stem>.yaml`), e.g. `jax_distributed`."""
-    return dict(yaml.safe_load((RUNTIMES / f"{stem}.yaml").read_text(encoding="utf-8")))
 
 
 def torch_distributed() -> JsonDict:

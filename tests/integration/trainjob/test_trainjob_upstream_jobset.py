@@ -1,0 +1,127 @@
+"""The example TrainJobs on a real control plane, with upstream's JobSet controller running their
+JobSets (issue #14's cluster part).
+
+What a cluster user gets: the real kube-apiserver serves upstream's Trainer CRDs (installed by
+`kubetrain operator --install-crds`), `kubetrain apply -f` submits each example's runtime and
+TrainJob unchanged, kubetrain's operator builds the JobSet, **upstream's** JobSet controller (built
+from sigs.k8s.io/jobset, with its own webhooks) makes the Jobs and the headless Service, the real
+Job controller and kube-scheduler run the pods on the `kubetrain node`, and the ranks meet over the
+Service's DNS names as on a cluster. The TrainJob must end Complete with upstream's reason and
+jobsStatus, built from the status upstream's controller wrote. Opt in (as the JobSet tests) with
+``KUBETRAIN_JOBSET_UPSTREAM=1``; CI sets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.integration.jobset.test_local_plane import kubectl
+from tests.integration.jobset.upstream_plane import OPT_IN, UpstreamJobSetPlane, upstream_plane, wanted
+from tests.integration.operator_process.procs import OperatorProc, run_cli
+from tests.polling import wait_for
+
+from .test_trainjob_examples_local import CASES, EXAMPLES, Case
+
+pytestmark = pytest.mark.skipif(not wanted(), reason=f"upstream's JobSet controller runs with {OPT_IN}=1")
+FINISH_TIMEOUT = 300.0
+
+
+@dataclass
+class Cluster:
+    plane: UpstreamJobSetPlane
+    operator: OperatorProc
+
+    def logs(self) -> str:
+        """The tails of kubetrain's operator's and upstream's JobSet controller's logs."""
+        jobset = (self.plane.dir / "jobset-controller.log").read_text(errors="replace")
+        return f"operator:\n{self.operator.log()[-3000:]}\njobset-controller:\n{jobset[-3000:]}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Upstream's JobSet plane plus kubetrain's operator (Trainer CRDs installed by it)."""
+    directory = tmp_path_factory.mktemp("trainjob-upstream-jobset")
+    with upstream_plane(directory) as plane:
+        operator = OperatorProc(
+            plane.kubeconfig,
+            directory / "operator.log",
+            "--install-crds",
+            "--no-webhook",
+            "--leader-elect=false",
+        )
+        try:
+            # On a thread: the module fixture may be set up from a test's running event loop.
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                pool.submit(asyncio.run, operator.wait_ready()).result()
+            yield Cluster(plane, operator)
+        finally:
+            operator.stop()
+
+
+async def trainjob_status(kubeconfig: Path, name: str) -> dict:
+    """The TrainJob's status once Complete or Failed is True, else {}."""
+    code, out = await kubectl(kubeconfig, "get", "trainjob", name, "-o", "json")
+    if code != 0:
+        return {}
+    status = json.loads(out).get("status") or {}
+    true = {c["type"] for c in status.get("conditions") or [] if c.get("status") == "True"}
+    return status if true & {"Complete", "Failed"} else {}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.job for c in CASES])
+async def test_example_trainjob_completes_with_upstreams_jobset_controller(
+    cluster: Cluster, case: Case
+) -> None:
+    kubeconfig = cluster.plane.kubeconfig
+    example = EXAMPLES / case.job / "trainjob.yaml"
+    done = await run_cli("apply", "-f", str(example), "--kubeconfig", str(kubeconfig))
+    assert done.returncode == 0, done.stdout + done.stderr
+    try:
+        try:
+            status = await wait_for(
+                lambda: trainjob_status(kubeconfig, case.job),
+                FINISH_TIMEOUT,
+                "the TrainJob to finish",
+                interval=1.0,
+            )
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{cluster.logs()}") from None
+        _, logs = await kubectl(
+            kubeconfig, "logs", "-l", f"jobset.sigs.k8s.io/jobset-name={case.job}", "--tail=-1"
+        )
+        [complete] = [c for c in status["conditions"] if c["type"] == "Complete"]
+        assert (complete["status"], complete["reason"]) == ("True", "AllJobsCompleted"), (
+            status,
+            logs,
+            cluster.logs(),
+        )
+        [node] = [s for s in status["jobsStatus"] if s["name"] == "node"]
+        assert node["succeeded"] == 1 and node["failed"] == 0, status
+
+        code, out = await kubectl(kubeconfig, "get", "jobset", case.job, "-o", "json")
+        assert code == 0, out
+        jobset = json.loads(out)
+        owner = jobset["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("TrainJob", case.job, True)
+        conditions = {c["type"]: c["status"] for c in jobset["status"]["conditions"]}
+        assert conditions.get("Completed") == "True", jobset["status"]  # upstream's controller wrote it
+        code, out = await kubectl(
+            kubeconfig, "get", "pods", "-l", f"jobset.sigs.k8s.io/jobset-name={case.job}", "-o", "json"
+        )
+        assert code == 0, out
+        pods = json.loads(out)["items"]
+        assert {p["spec"]["hostname"] for p in pods} >= {f"{case.job}-node-0-0", f"{case.job}-node-0-1"}, pods
+        container = pods[0]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in container.get("env") or []}
+        assert {name: env.get(name) for name in case.env} == case.env, env
+        for text, times in case.log_marks:
+            assert logs.count(text) == times, (text, logs)
+    finally:
+        await run_cli("delete", "-f", str(example), "--kubeconfig", str(kubeconfig))
