@@ -56,6 +56,8 @@ from kubetrain.kinds.trainjob.constants import (
     JOBSET_KIND,
     MESSAGE_RESUMED,
     MESSAGE_SUSPENDED,
+    MPI_HOSTFILE_CONFIG_MAP_SUFFIX,
+    MPI_SSH_AUTH_SECRET_SUFFIX,
     REASON_DEADLINE_EXCEEDED,
     REASON_RESUMED,
     REASON_RUNTIME_NOT_SUPPORTED,
@@ -186,7 +188,12 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
         return job, ""
 
     def exists_message(self, name: str, kind: str) -> str:
-        return f'{kind} "{name}" already exists and is not controlled by TrainJob "{name}"'
+        """The TrainJob's name is the child's, less the MPI plugin's suffix for its two objects."""
+        suffix = {"Secret": MPI_SSH_AUTH_SECRET_SUFFIX, "ConfigMap": MPI_HOSTFILE_CONFIG_MAP_SUFFIX}.get(
+            kind, ""
+        )
+        trainjob = name.removesuffix(suffix) if suffix else name
+        return f'{kind} "{name}" already exists and is not controlled by TrainJob "{trainjob}"'
 
     def reconcile(self, ctx: Ctx) -> None:
         job, status = ctx.job, ctx.status.data

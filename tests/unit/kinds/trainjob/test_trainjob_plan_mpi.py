@@ -361,15 +361,19 @@ def test_a_stale_hostfile_is_brought_in_line() -> None:
     ]
 
 
-def test_a_same_named_secret_it_does_not_control_is_refused_and_no_jobset_is_made() -> None:
-    foreign = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "tj-mpi-ssh-auth", "namespace": "ns"},
-    }
+@pytest.mark.parametrize(("kind", "name"), [("Secret", "tj-mpi-ssh-auth"), ("ConfigMap", "tj-mpi-hostfile")])
+def test_a_same_named_child_it_does_not_control_is_refused_and_no_jobset_is_made(
+    kind: str, name: str
+) -> None:
+    """kubetrain refuses a namesake, as it does a JobSet's (docs/differences.md#trainjob-mpi)."""
+    foreign = {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": "ns", "uid": "x"}}
     p = plan_of(trainjob(trainer={"numNodes": 2}), foreign)
-    assert not p.actions and p.retry
-    assert [e.reason for e in p.events] == ["ErrResourceExists"]
+    assert p.retry and "JobSet" not in [a.obj["kind"] for a in p.actions if isinstance(a, CreateObject)]
+    (event,) = p.events
+    assert (event.reason, event.message) == (
+        "ErrResourceExists",
+        f'{kind} "{name}" already exists and is not controlled by TrainJob "tj"',
+    )
 
 
 def test_an_implementation_other_than_openmpi_fails_the_objects_with_upstreams_error() -> None:
