@@ -148,8 +148,21 @@ async def test_example_trainjob_completes_under_the_local_plane(tmp_path: Path, 
                 assert sorted(child["data"]) == ["ssh-privatekey", "ssh-publickey"], child
         for text, times in case.log_marks:
             assert logs.count(text) == times, (text, logs)
+        # each child created once: none re-created (say a Secret its label-selected cache missed)
+        assert operator_writes(plane) == {("create", "ok"): 1 + len(case.children)}
     finally:
         await plane.stop()
+
+
+def operator_writes(plane: LocalPlane) -> dict[tuple[str, str], float]:
+    """The operator's writes of children by (verb, result), from its `kubetrain_api_writes_total`."""
+    assert plane.manager is not None
+    return {
+        (sample.labels["verb"], sample.labels["result"]): sample.value
+        for metric in plane.manager.metrics.api_writes.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    }
 
 
 async def kubetrain(kubeconfig: Path, *args: str, cwd: Path) -> tuple[int, str]:
