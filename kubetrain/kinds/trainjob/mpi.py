@@ -25,7 +25,7 @@ the runtime's job order. OpenMPI is the only implementation upstream v2.3.0 has 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubetrain.api.kinds import LABEL_OPERATOR_NAME
@@ -90,8 +90,9 @@ def policy_of(info: Info) -> MPIPolicy | None:
         return None
     implementation = raw.get("mpiImplementation", MPI_IMPLEMENTATION_OPENMPI)
     mount = raw.get("sshAuthMountPath")
+    procs = _int(raw.get("numProcPerNode"))
     return MPIPolicy(
-        num_proc_per_node=_int(raw.get("numProcPerNode")) or 1,
+        num_proc_per_node=procs if procs is not None else 1,
         implementation=str(implementation) if implementation is not None else MPI_IMPLEMENTATION_OPENMPI,
         ssh_auth_mount_path=str(mount) if mount else MPI_DEFAULT_SSH_AUTH_MOUNT_PATH,
         run_launcher_as_node=raw.get("runLauncherAsNode") is True,
@@ -169,7 +170,7 @@ def enforce(info: Info, trainjob: JsonDict) -> tuple[MPIPolicy | None, str]:
     if nodes is not None and node_set is not None:
         node_set.count = max(nodes - 1, 1) if policy.run_launcher_as_node else nodes
     slots = _slots(policy, info, trainer)
-    policy = MPIPolicy(slots, policy.implementation, policy.ssh_auth_mount_path, policy.run_launcher_as_node)
+    policy = replace(policy, num_proc_per_node=slots)
     name = str(as_dict(trainjob.get("metadata")).get("name") or "")
     for ps in info.pod_sets:
         if ps.name not in (NODE, LAUNCHER):
