@@ -45,6 +45,17 @@ def require_modules(*modules: str) -> None:
     pytest.skip(reason)
 
 
+def require_programs(*programs: str) -> None:
+    """Skip (with the reason) when a program is not on PATH; under CI=true that is an error instead."""
+    missing = [p for p in programs if shutil.which(p) is None]
+    if not missing:
+        return
+    reason = f"{', '.join(missing)} not found (scripts/install-system-deps --tests)"
+    if IN_CI:
+        pytest.fail(f"CI=true: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def copy_example(name: str, dest: Path) -> Path:
     target = dest / name
     shutil.copytree(

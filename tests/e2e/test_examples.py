@@ -19,7 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.e2e_helpers import IN_CI, Run, copy_example, floats, require_modules, run_job, run_kept
+from tests.e2e.e2e_helpers import (
+    IN_CI,
+    Run,
+    copy_example,
+    floats,
+    require_modules,
+    require_programs,
+    run_job,
+    run_kept,
+)
 
 ACCURACY_FLOOR = 0.85
 
@@ -262,6 +271,27 @@ def test_trainjob_jax(tmp_path: Path) -> None:
         )
         last, first, acc = floats(final, "last", "first", "acc")
         assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
+
+
+def test_trainjob_mpi(tmp_path: Path) -> None:
+    """A TrainJob (Trainer v2) on upstream's deepspeed-distributed runtime (the mpi policy, launcher
+    as a node), which the file holds too: the launcher's mpirun reads the mpi plugin's hostfile and
+    starts 4 ranks over ssh, 2 in the `node` pod and 2 in the launcher; their MPI Allreduce trains."""
+    require_programs("mpirun")
+    require_modules("mpi4py", "numpy", "sklearn")
+    run = run_job(copy_example("trainjob-mpi", tmp_path) / "trainjob.yaml")
+    succeeded(run, "trainjob", "trainjob-mpi")
+    ranks = run.find(r"rank (?P<rank>\d)/4 on (?P<host>\S+): \d+ training samples", "launcher-0-0")
+    assert sorted(m["rank"] for m in ranks) == ["0", "1", "2", "3"], run.describe()
+    hosts = sorted(m["host"] for m in ranks)
+    assert hosts == ["trainjob-mpi-launcher-0-0"] * 2 + ["trainjob-mpi-node-0-0"] * 2, run.describe()
+    final = run.one(
+        r"final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), test accuracy (?P<acc>[\d.]+), "
+        r"4 ranks, identical weights: True",
+        "launcher-0-0",
+    )
+    last, first, acc = floats(final, "last", "first", "acc")
+    assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
 
 
 def test_trainjob_xgboost(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The per-job SSH key pair of MPIJob v2beta1: ECDSA P-521, like mpi-operator.
+"""The per-job SSH key pair of MPIJob v2beta1: ECDSA P-521, like mpi-operator (and like Kubeflow
+Trainer v2's mpi plugin, whose TrainJob Secret `kinds/trainjob/mpi.py` fills from the same pair).
 
 Upstream's Secret: docs/upstream-behaviour.md#mpijob-v2beta1-objects.
 

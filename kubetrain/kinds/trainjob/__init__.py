@@ -4,9 +4,10 @@ TrainingRuntime and ClusterTrainingRuntime (cluster-scoped), each a registration
 Their CRDs are upstream v2.3.0's, shipped unchanged (`crd.py`), served by the local plane and
 installed by `kubetrain install`; the webhook validates them with upstream's rules and messages
 (`validation.py`). A TrainJob is planned (`planner.py`): its runtime read from the context the
-runtime layer lists (`ObserveHints.context`), `info.py` and the ML policy plugins (torch so far,
-`torch.py`) make the JobSet it owns (`jobset.py`), whose status becomes the TrainJob's. The
-runtimes have no planner: a TrainJob's planner reads them, nothing reconciles them.
+runtime layer lists (`ObserveHints.context`), `info.py` and the ML policy plugins (`torch.py`,
+`jax.py`, `xgboost.py`, `mpi.py`) make the JobSet it owns (`jobset.py`), whose status becomes the
+TrainJob's, and the MPI plugin's SSH Secret and hostfile ConfigMap. The runtimes have no planner:
+a TrainJob's planner reads them, nothing reconciles them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kubetrain.kinds.trainjob.planner import (
     CLUSTER_TRAINING_RUNTIME_CONTEXT,
     JOBSET_CHILD,
     JOBSET_NAME_LABEL,
+    MPI_CHILDREN,
     TRAINING_RUNTIME_CONTEXT,
     plan,
 )
@@ -36,7 +38,7 @@ TRAINJOB_REGISTRATION = KindRegistration(
     versions=(TRAINJOB_INFO,),
     planner=plan,
     parse=parser(TRAINJOB_INFO),
-    children=(JOBSET_CHILD,),
+    children=(JOBSET_CHILD, *MPI_CHILDREN),
     observe=ObserveHints(
         namesakes=True,
         replica_specs_map=False,

@@ -30,12 +30,38 @@ VOLUME_NAME_INITIALIZER = "initializer"
 TORCHRUN_RESERVED_ENVS = frozenset(
     {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 )
+# The MPI plugin's (upstream v2.3.0 `pkg/constants`).
+MPI_SSH_AUTH_SECRET_SUFFIX = "-mpi-ssh-auth"
+MPI_SSH_AUTH_VOLUME_NAME = "mpi-ssh-auth"
+MPI_SSH_PRIVATE_KEY = "ssh-privatekey"
+"""`corev1.SSHAuthPrivateKey`: the private key's key in a kubernetes.io/ssh-auth Secret."""
+MPI_SSH_PUBLIC_KEY = "ssh-publickey"
+MPI_SSH_PRIVATE_KEY_FILE = "id_rsa"
+MPI_SSH_PUBLIC_KEY_FILE = MPI_SSH_PRIVATE_KEY_FILE + ".pub"
+MPI_SSH_AUTHORIZED_KEYS = "authorized_keys"
+MPI_SSH_AUTH_DEFAULT_MODE = 0o400
+MPI_SSH_PRIVATE_KEY_FILE_MODE = 0o640
+MPI_SSH_PUBLIC_KEY_FILE_MODE = 0o644
+MPI_HOSTFILE_DIR = "/etc/mpi"
+MPI_HOSTFILE_NAME = "hostfile"
+MPI_HOSTFILE_CONFIG_MAP_SUFFIX = "-mpi-hostfile"
+MPI_HOSTFILE_VOLUME_NAME = "mpi-hostfile"
+MPI_HOSTFILE_MODE = 0o444
+SECRET_TYPE_SSH_AUTH = "kubernetes.io/ssh-auth"
+MPI_IMPLEMENTATION_OPENMPI = "OpenMPI"
+MPI_DEFAULT_SSH_AUTH_MOUNT_PATH = "/root/.ssh"
+"""The CRD's default of `mlPolicy.mpi.sshAuthMountPath` (as `numProcPerNode` 1, `OpenMPI`)."""
+OPENMPI_ENV_HOSTFILE_LOCATION = "OMPI_MCA_orte_default_hostfile"
+OPENMPI_ENV_KEY_RSH_ARGS = "OMPI_MCA_plm_rsh_args"
+OPENMPI_ENV_DEFAULT_VALUE_RSH_ARGS = "-o ConnectionAttempts=10"
+OPENMPI_ENV_KEEP_FQDN_HOSTNAMES = "OMPI_MCA_orte_keep_fqdn_hostnames"
+OPENMPI_ENV_DEFAULT_SLOTS = "OMPI_MCA_orte_set_default_slots"
 MPI_RESERVED_ENVS = frozenset(
     {
-        "OMPI_MCA_orte_default_hostfile",
-        "OMPI_MCA_plm_rsh_args",
-        "OMPI_MCA_orte_keep_fqdn_hostnames",
-        "OMPI_MCA_orte_set_default_slots",
+        OPENMPI_ENV_HOSTFILE_LOCATION,
+        OPENMPI_ENV_KEY_RSH_ARGS,
+        OPENMPI_ENV_KEEP_FQDN_HOSTNAMES,
+        OPENMPI_ENV_DEFAULT_SLOTS,
     }
 )
 XGBOOST_ENV_TRACKER_URI = "DMLC_TRACKER_URI"

@@ -1,17 +1,19 @@
 """The runtime's information about one TrainJob (upstream `runtime.Info`, built by
 `core/trainingruntime.go`'s `newRuntimeInfo`): the JobSet template spec with the TrainJob's
 `runtimePatches` merged in, the labels and annotations the JobSet carries, the mlPolicy, and one
-pod set per replicated job (its ancestor step, its pod count, its containers) that the ML policy
-plugins (`torch.py`) edit before the JobSet is built (`jobset.py`)."""
+pod set per replicated job (its ancestor step, its pod count, its containers and volumes) that the
+ML policy plugins (`torch.py`, `mpi.py`, ...) edit before the JobSet is built (`jobset.py`)."""
 
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.kinds.trainjob.apply import as_dict, as_list, strategic_merge
 from kubetrain.kinds.trainjob.constants import ANCESTOR_TRAINER, LABEL_TRAINJOB_ANCESTOR, NODE
+from kubetrain.kube.quantity import quantity_value
 
 JsonDict = dict[str, Any]
 
@@ -22,7 +24,10 @@ class PodSet:
     ancestor: str | None
     count: int
     containers: list[JsonDict]
-    """Copies of the pod template's containers, in order; the plugins edit their env and ports."""
+    """Copies of the pod template's containers, in order; the plugins edit their env, ports and
+    volume mounts."""
+    volumes: list[JsonDict] = field(default_factory=list)
+    """A copy of the pod template's volumes; the MPI plugin adds its Secret and ConfigMap."""
 
     def container(self, name: str) -> JsonDict | None:
         return next((c for c in self.containers if c.get("name") == name), None)
@@ -39,6 +44,10 @@ class Info:
 
     def pod_set_by_ancestor(self, ancestor: str) -> PodSet | None:
         return next((ps for ps in self.pod_sets if ps.ancestor == ancestor), None)
+
+    def pod_set_by_name(self, name: str) -> PodSet | None:
+        """upstream `FindPodSetByName` (the MPI plugin finds `node` and `launcher` by name)."""
+        return next((ps for ps in self.pod_sets if ps.name == name), None)
 
     def trainer_container(self) -> JsonDict | None:
         """upstream `FindContainerByPodSetAncestorContainerName(AncestorTrainer, Node)`."""
@@ -95,5 +104,44 @@ def new_info(trainjob: JsonDict, runtime: JsonDict) -> Info:
             count = nodes if isinstance(nodes, int) else 1
         pod_spec = as_dict(as_dict(jspec.get("template")).get("spec"))
         containers = [copy.deepcopy(as_dict(c)) for c in as_list(pod_spec.get("containers"))]
-        info.pod_sets.append(PodSet(str(rjob.get("name") or ""), ancestor, count, containers))
+        volumes = [copy.deepcopy(as_dict(v)) for v in as_list(pod_spec.get("volumes"))]
+        info.pod_sets.append(PodSet(str(rjob.get("name") or ""), ancestor, count, containers, volumes))
     return info
+
+
+def runtime_resources_per_node(info: Info) -> JsonDict | None:
+    """upstream `ExtractResourcePerNodeFromRuntime`: the resources of the `node` container of the
+    first replicated job named `node` or labelled the trainer's that has them."""
+    for rjob in as_list(info.spec.get("replicatedJobs")):
+        rjob = as_dict(rjob)
+        template = as_dict(rjob.get("template"))
+        labels = as_dict(as_dict(template.get("metadata")).get("labels"))
+        if rjob.get("name") != NODE and labels.get(LABEL_TRAINJOB_ANCESTOR) != ANCESTOR_TRAINER:
+            continue
+        pod = as_dict(as_dict(as_dict(template.get("spec")).get("template")).get("spec"))
+        for container in as_list(pod.get("containers")):
+            container = as_dict(container)
+            if container.get("name") == NODE and isinstance(container.get("resources"), dict):
+                resources = container["resources"]
+                return {k: as_dict(resources.get(k)) for k in ("limits", "requests")}
+    return None
+
+
+def _num_gpu(resources: object) -> int:
+    """upstream `numGPU`: the first resource whose name has "gpu", its Value() (rounded up)."""
+    for name, raw in as_dict(resources).items():
+        if "gpu" in str(name).lower():
+            try:
+                return math.ceil(quantity_value(raw))
+            except (ValueError, TypeError):
+                return 0
+    return 0
+
+
+def gpus_per_node(resources: JsonDict | None) -> int:
+    """upstream `GetNumGPUPerNode`: the requests' GPU count, else the limits'."""
+    if resources is None:
+        return 0
+    count = _num_gpu(resources.get("requests"))
+    limits = _num_gpu(resources.get("limits"))
+    return limits if count == 0 and limits > 0 else count

@@ -2,10 +2,12 @@
 runs as, and the TrainJob status read back from it.
 
 The JobSet has the TrainJob's name and namespace, the runtime template's labels and annotations,
-its replicated jobs with each pod set's count as parallelism and completions, the pod sets'
-container edits (image, command, env, ports), the initializers' storage env, the trainer's image,
-command, args, resourcesPerNode and env on every `node` container, `suspend` from the TrainJob,
-and the TrainJob as its controller owner.
+its replicated jobs with each pod set's count as parallelism and completions, the pod sets' edits
+(volumes; containers' image, command, env, ports, volume mounts), the initializers' storage env,
+the trainer's image, command and args on the trainer job's `node` container, its env and
+resourcesPerNode there and (MPI's `runLauncherAsNode`) on the `node` job's, `suspend` from the
+TrainJob, and the TrainJob as its controller owner. `endpoints` is the plugin's pod network: the
+pods' DNS names, which the MPI hostfile lists.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubetrain.kinds.trainjob.apply import as_dict, as_list, upsert_all
+from kubetrain.kinds.trainjob.apply import as_dict, as_list, strategic_merge, upsert_all
 from kubetrain.kinds.trainjob.conditions import find, set_status_condition
 from kubetrain.kinds.trainjob.constants import (
     ANCESTOR_TRAINER,
@@ -27,7 +29,6 @@ from kubetrain.kinds.trainjob.constants import (
     JOBSET_FAILED,
     JOBSET_KIND,
     LABEL_TRAINJOB_ANCESTOR,
-    LAUNCHER,
     MODEL_INITIALIZER,
     NODE,
 )
@@ -59,8 +60,33 @@ def _ancestor(rjob: JsonDict) -> str | None:
     return str(value) if value is not None else None
 
 
+def endpoints(info: Info, trainjob: JsonDict) -> list[list[str]]:
+    """upstream `IdentifyPodNetwork`: per pod set, the DNS names of its pods,
+    `<trainjob>-<job>-<replica>-<pod>.<subdomain>` (the JobSet's pod hostnames in its headless
+    Service's subdomain: `network.subdomain`, else the TrainJob's name), over the replicated job's
+    `replicas` (the runtime's, default 1) and the pod set's count."""
+    name = str(as_dict(trainjob.get("metadata")).get("name") or "")
+    subdomain = as_dict(info.spec.get("network")).get("subdomain") or name
+    rjobs = as_list(info.spec.get("replicatedJobs"))
+    out: list[list[str]] = []
+    for index, ps in enumerate(info.pod_sets):
+        rjob = as_dict(rjobs[index]) if index < len(rjobs) else {}
+        replicas = rjob.get("replicas", DEFAULT_JOB_REPLICAS)
+        replicas = replicas if isinstance(replicas, int) else DEFAULT_JOB_REPLICAS
+        rname = rjob.get("name") or ps.name
+        out.append(
+            [
+                f"{name}-{rname}-{replica}-{pod}.{subdomain}"
+                for replica in range(replicas)
+                for pod in range(ps.count)
+            ]
+        )
+    return out
+
+
 def _apply_pod_sets(info: Info, spec: JsonDict) -> None:
-    """`Build`'s loop: counts, then each pod set container's command, image, env and ports."""
+    """`Build`'s loop: counts, the pod set's volumes, then each pod set container's command,
+    image, env, ports and volume mounts."""
     rjobs = as_list(spec.get("replicatedJobs"))
     for index, ps in enumerate(info.pod_sets):
         if index >= len(rjobs) or not isinstance(rjobs[index], dict):
@@ -68,6 +94,7 @@ def _apply_pod_sets(info: Info, spec: JsonDict) -> None:
         job_spec = _job_spec(rjobs[index])
         job_spec["parallelism"] = ps.count
         job_spec["completions"] = ps.count
+        upsert_all(_pod_spec(rjobs[index]), "volumes", ps.volumes, "name")
         containers = as_list(_pod_spec(rjobs[index]).get("containers"))
         for cindex, container in enumerate(ps.containers):
             if cindex >= len(containers) or not isinstance(containers[cindex], dict):
@@ -79,7 +106,7 @@ def _apply_pod_sets(info: Info, spec: JsonDict) -> None:
                 target["image"] = container["image"]
             upsert_all(target, "env", as_list(container.get("env")), "name")
             upsert_all(target, "ports", as_list(container.get("ports")), "containerPort")
-            upsert_all(target, "volumeMounts", as_list(container.get("volumeMounts")), "name")
+            upsert_all(target, "volumeMounts", as_list(container.get("volumeMounts")), "mountPath")
 
 
 def _initializers(spec: JsonDict, trainjob: JsonDict) -> None:
@@ -119,36 +146,49 @@ def _run_launcher_as_node(info: Info) -> bool:
     return as_dict(as_dict(info.ml_policy).get("mpi")).get("runLauncherAsNode") is True
 
 
+def _merged_resources(container: JsonDict, resources: JsonDict) -> JsonDict:
+    """`MergeResourceRequirements`: the TrainJob's resourcesPerNode strategic-merged into the
+    runtime container's (limits and requests merged by resource name)."""
+    base = as_dict(container.get("resources"))
+    base = {k: copy.deepcopy(base[k]) for k in ("limits", "requests") if base.get(k) is not None}
+    merged = strategic_merge(base, {k: v for k, v in resources.items() if v is not None})
+    return merged if isinstance(merged, dict) else {}
+
+
 def _trainer(info: Info, spec: JsonDict, trainjob: JsonDict) -> None:
-    """`Builder.Trainer`: the trainer job's counts, and the trainer's fields on `node` containers."""
+    """`Builder.Trainer` (and `newRuntimeInfo`'s resources): the trainer job gets one replica,
+    its pod set's count, and on its `node` container the trainer's image, command and args; the
+    trainer's env and resourcesPerNode go to that container and, with the MPI policy's
+    `runLauncherAsNode`, to the `node` container of the replicated job named `node` too (which
+    keeps its own command: the sshd the launcher's mpirun reaches)."""
     trainer = as_dict(trainjob.get("spec")).get("trainer")
     trainer_ps = info.pod_set_by_ancestor(ANCESTOR_TRAINER)
+    launcher_as_node = _run_launcher_as_node(info)
     for rjob in as_list(spec.get("replicatedJobs")):
         if not isinstance(rjob, dict):
             continue
-        if _ancestor(rjob) == ANCESTOR_TRAINER and trainer_ps is not None:
+        is_trainer = _ancestor(rjob) == ANCESTOR_TRAINER
+        if is_trainer and trainer_ps is not None:
             rjob["replicas"] = DEFAULT_JOB_REPLICAS
             job_spec = _job_spec(rjob)
             job_spec["parallelism"] = trainer_ps.count
             job_spec["completions"] = trainer_ps.count
         if not isinstance(trainer, dict):
             continue
+        mpi_node = launcher_as_node and rjob.get("name") == NODE
+        gets_resources = (is_trainer and info.ml_policy is not None) or mpi_node
+        resources = trainer.get("resourcesPerNode")
         for container in as_list(_pod_spec(rjob).get("containers")):
-            if not isinstance(container, dict) or container.get("name") not in (NODE, LAUNCHER):
+            if not isinstance(container, dict) or container.get("name") != NODE:
                 continue
-            if container.get("name") == LAUNCHER and not _run_launcher_as_node(info):
-                continue
-            for key in ("image", "command", "args"):
-                if trainer.get(key) is not None:
-                    container[key] = copy.deepcopy(trainer[key])
-            resources = as_dict(trainer.get("resourcesPerNode"))
-            if resources.get("limits") is not None or resources.get("requests") is not None:
-                container["resources"] = {
-                    k: copy.deepcopy(resources[k])
-                    for k in ("limits", "requests")
-                    if resources.get(k) is not None
-                }
-            upsert_all(container, "env", as_list(trainer.get("env")), "name")
+            if is_trainer:
+                for key in ("image", "command", "args"):
+                    if trainer.get(key) is not None:
+                        container[key] = copy.deepcopy(trainer[key])
+            if gets_resources and isinstance(resources, dict):
+                container["resources"] = _merged_resources(container, resources)
+            if is_trainer or mpi_node:
+                upsert_all(container, "env", as_list(trainer.get("env")), "name")
 
 
 def build(info: Info, trainjob: JsonDict, owner: JsonDict) -> JsonDict:

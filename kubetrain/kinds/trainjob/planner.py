@@ -16,8 +16,10 @@
                                             past, else a requeue at the deadline
 
 The ML policy plugins run between the runtime and the JobSet, each acting only when the runtime's
-mlPolicy names it: torch (`torch.py`), jax (`jax.py`) and xgboost (`xgboost.py`) so far; a
-runtime with another policy (mpi, ...) gets the JobSet plugin's part only.
+mlPolicy names it: torch (`torch.py`), jax (`jax.py`), xgboost (`xgboost.py`) and mpi (`mpi.py`,
+whose SSH Secret and hostfile ConfigMap are created before the JobSet, the ConfigMap kept in line
+on every pass as upstream re-applies it); a runtime with another policy (flux) gets the JobSet
+plugin's part only, and a Warning saying so.
 """
 
 from __future__ import annotations
@@ -28,14 +30,16 @@ from typing import Any
 
 from kubetrain.api.codec import decode
 from kubetrain.api.fielderrors import ErrorList
-from kubetrain.api.kinds import KindInfo
+from kubetrain.api.kinds import LABEL_OPERATOR_NAME, KindInfo
 from kubetrain.api.types import JsonDict as _JsonDict
 from kubetrain.api.types import extra_keys as _extra
 from kubetrain.controller.config import ChildType, ControllerConfig
 from kubetrain.controller.context import Reconcile
 from kubetrain.controller.job import JobKind, run_job
-from kubetrain.controller.plan import Observed, Plan
-from kubetrain.kinds.trainjob import jax, torch, xgboost
+from kubetrain.controller.owned import SECRET, data_differ
+from kubetrain.controller.plan import CreateObject, Observed, Plan
+from kubetrain.kinds.mpijob.ssh import KeyGen, generate_key_pair
+from kubetrain.kinds.trainjob import jax, mpi, torch, xgboost
 from kubetrain.kinds.trainjob import jobset as jobset_plugin
 from kubetrain.kinds.trainjob.apply import as_dict
 from kubetrain.kinds.trainjob.conditions import find, is_true, remove, set_status_condition
@@ -52,6 +56,8 @@ from kubetrain.kinds.trainjob.constants import (
     JOBSET_KIND,
     MESSAGE_RESUMED,
     MESSAGE_SUSPENDED,
+    MPI_HOSTFILE_CONFIG_MAP_SUFFIX,
+    MPI_SSH_AUTH_SECRET_SUFFIX,
     REASON_DEADLINE_EXCEEDED,
     REASON_RESUMED,
     REASON_RUNTIME_NOT_SUPPORTED,
@@ -72,6 +78,12 @@ TRAINING_RUNTIME_CONTEXT = ChildType(API_VERSION, TRAINING_RUNTIME, "trainingrun
 CLUSTER_TRAINING_RUNTIME_CONTEXT = ChildType(
     API_VERSION, CLUSTER_TRAINING_RUNTIME, "clustertrainingruntimes", None
 )
+MPI_CHILDREN = (
+    ChildType("v1", "ConfigMap", "configmaps", None),
+    ChildType("v1", "Secret", "secrets", LABEL_OPERATOR_NAME),
+)
+"""The MPI plugin's hostfile ConfigMap and SSH Secret (the Secret cache selects on the label
+`mpi.ssh_auth_secret` adds, as MPIJob's does)."""
 MESSAGE_DEADLINE_EXCEEDED = "TrainJob exceeded its active deadline"
 MESSAGE_MAX = 950
 """Upstream's event message keeps the first 950 characters of the error."""
@@ -117,21 +129,30 @@ def _runtime(job: TrainJob, observed: Observed, key: str) -> tuple[JsonDict | No
     return None, f'{word} specified in TrainJob is not found: {plural}.{GROUP} "{name}" not found'
 
 
-IMPLEMENTED_POLICY_FIELDS = frozenset({"numNodes", "torch", "jax", "xgboost"})
+IMPLEMENTED_POLICY_FIELDS = frozenset({"numNodes", "torch", "jax", "xgboost", "mpi"})
 EVENT_POLICY_NOT_IMPLEMENTED = "MLPolicyNotImplemented"
 
 
 def _warn_unimplemented_policies(ctx: Ctx, info: Info) -> None:
     """Say so, once (when the JobSet is created), when the runtime's mlPolicy names a plugin kubetrain
-    does not implement yet (e.g. mpi): its JobSet is built without that plugin's part, and the
-    user must not have to guess why the launcher cannot reach its workers."""
+    does not implement yet (flux): its JobSet is built without that plugin's part, and the user
+    must not have to guess why its processes cannot find each other."""
     for name in sorted(set(as_dict(info.ml_policy)) - IMPLEMENTED_POLICY_FIELDS):
         ctx.event(
             "Warning",
             EVENT_POLICY_NOT_IMPLEMENTED,
             f'kubetrain does not implement the runtime\'s "{name}" ML policy yet: the JobSet is built '
-            f"without its env, files or launcher wiring (implemented: torch, jax, xgboost)",
+            f"without its env, files or launcher wiring (implemented: torch, jax, xgboost, mpi)",
         )
+
+
+def _creation_failed(ctx: Ctx, problem: str) -> None:
+    """upstream's Warning for an error building the runtime's objects, and a retry with backoff."""
+    message = f"TrainJob resources reconciliation failed: {problem[:MESSAGE_MAX]}"
+    if len(problem) > MESSAGE_MAX:
+        message += " ..."
+    ctx.event("Warning", EVENT_RESOURCES_CREATION_FAILED, message)
+    ctx.plan.retry = True
 
 
 def _finished(status: JsonDict) -> bool:
@@ -150,6 +171,10 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
 
     controller = CONTROLLER_NAME
 
+    def __init__(self, keygen: KeyGen = generate_key_pair) -> None:
+        self.keygen = keygen
+        """Makes the MPI plugin's SSH key pair (tests pass a fixed one)."""
+
     def managed_by(self, job: TrainJob) -> str | None:
         value = job.spec.get("managedBy")
         return str(value) if value else None
@@ -163,7 +188,12 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
         return job, ""
 
     def exists_message(self, name: str, kind: str) -> str:
-        return f'{kind} "{name}" already exists and is not controlled by TrainJob "{name}"'
+        """The TrainJob's name is the child's, less the MPI plugin's suffix for its two objects."""
+        suffix = {"Secret": MPI_SSH_AUTH_SECRET_SUFFIX, "ConfigMap": MPI_HOSTFILE_CONFIG_MAP_SUFFIX}.get(
+            kind, ""
+        )
+        trainjob = name.removesuffix(suffix) if suffix else name
+        return f'{kind} "{name}" already exists and is not controlled by TrainJob "{trainjob}"'
 
     def reconcile(self, ctx: Ctx) -> None:
         job, status = ctx.job, ctx.status.data
@@ -187,16 +217,20 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
     def _objects(self, ctx: Ctx, key: str) -> None:
         runtime, problem = _runtime(ctx.job, ctx.observed, key)
         if runtime is None:
-            message = f"TrainJob resources reconciliation failed: {problem[:MESSAGE_MAX]}"
-            if len(problem) > MESSAGE_MAX:
-                message += " ..."
-            ctx.event("Warning", EVENT_RESOURCES_CREATION_FAILED, message)
-            ctx.plan.retry = True
+            _creation_failed(ctx, problem)
             return
         info = new_info(ctx.job.raw, runtime)
         torch.enforce(info, ctx.job.raw)
         jax.enforce(info, ctx.job.raw)
         xgboost.enforce(info, ctx.job.raw)
+        mpi_policy, problem = mpi.enforce(info, ctx.job.raw)
+        if problem:
+            _creation_failed(ctx, problem)
+            return
+        if mpi_policy is not None:
+            self._mpi_objects(ctx, info, mpi_policy)
+            if ctx.owned.blocked:
+                return
         desired = jobset_plugin.build(info, ctx.job.raw, ctx.owner())
         current = ctx.owned.get(JOBSET, ctx.job.name)
         if current is None:
@@ -206,6 +240,18 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
             ctx.owned.ensure(desired, _suspend_differ)
         else:
             ctx.owned.controlled(current)  # running: left as it is (upstream builds nothing)
+
+    def _mpi_objects(self, ctx: Ctx, info: Info, policy: mpi.MPIPolicy) -> None:
+        """The MPI plugin's `Build`: the SSH Secret when absent (immutable, so one of ours is kept
+        as it is), and the hostfile ConfigMap, created or brought in line with the pods' names."""
+        raw, owner = ctx.job.raw, ctx.owner()
+        secret = ctx.owned.get(SECRET, mpi.ssh_secret_name(ctx.job.name))
+        if secret is None:
+            ctx.plan.actions.append(CreateObject(mpi.ssh_auth_secret(raw, self.keygen(), owner)))
+        elif not ctx.owned.controlled(secret):
+            return
+        text = mpi.hostfile(info, policy, jobset_plugin.endpoints(info, raw))
+        ctx.owned.ensure(mpi.hostfile_config_map(raw, text, owner), data_differ)
 
     def _suspended(self, ctx: Ctx) -> None:
         status = ctx.status.data
@@ -275,5 +321,13 @@ def parse(raw: Any) -> tuple[TrainJob | None, KindInfo | None, ErrorList]:
     return job, info, errors
 
 
-def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
-    return run_job(KIND, job, parse(job), observed, now, config)
+def plan(
+    job: JsonDict,
+    observed: Observed,
+    now: datetime,
+    config: ControllerConfig,
+    *,
+    keygen: KeyGen | None = None,
+) -> Plan:
+    kind = KIND if keygen is None else TrainJobKind(keygen)
+    return run_job(kind, job, parse(job), observed, now, config)

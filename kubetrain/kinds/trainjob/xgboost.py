@@ -18,63 +18,22 @@ webhook forbids it the four `DMLC_*` names (`validation._xgboost`).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from kubetrain.kinds.trainjob.apply import as_dict, as_list, upsert, upsert_all
+from kubetrain.kinds.trainjob.apply import as_dict, upsert, upsert_all
 from kubetrain.kinds.trainjob.constants import (
     ANCESTOR_TRAINER,
     CONTAINER_TRAINER_PORT,
     JOB_COMPLETION_INDEX_FIELD_PATH,
-    LABEL_TRAINJOB_ANCESTOR,
     NODE,
     XGBOOST_ENV_NUM_WORKER,
     XGBOOST_ENV_TASK_ID,
     XGBOOST_ENV_TRACKER_PORT,
     XGBOOST_ENV_TRACKER_URI,
 )
-from kubetrain.kinds.trainjob.info import Info
-from kubetrain.kube.quantity import quantity_value
+from kubetrain.kinds.trainjob.info import Info, gpus_per_node, runtime_resources_per_node
 
 JsonDict = dict[str, Any]
-
-
-def runtime_resources_per_node(info: Info) -> JsonDict | None:
-    """upstream `ExtractResourcePerNodeFromRuntime`: the resources of the `node` container of the
-    first replicated job named `node` or labelled the trainer's that has them."""
-    for rjob in as_list(info.spec.get("replicatedJobs")):
-        rjob = as_dict(rjob)
-        template = as_dict(rjob.get("template"))
-        labels = as_dict(as_dict(template.get("metadata")).get("labels"))
-        if rjob.get("name") != NODE and labels.get(LABEL_TRAINJOB_ANCESTOR) != ANCESTOR_TRAINER:
-            continue
-        pod = as_dict(as_dict(as_dict(template.get("spec")).get("template")).get("spec"))
-        for container in as_list(pod.get("containers")):
-            container = as_dict(container)
-            if container.get("name") == NODE and isinstance(container.get("resources"), dict):
-                resources = container["resources"]
-                return {k: as_dict(resources.get(k)) for k in ("limits", "requests")}
-    return None
-
-
-def _num_gpu(resources: object) -> int:
-    """upstream `numGPU`: the first resource whose name has "gpu", its Value() (rounded up)."""
-    for name, raw in as_dict(resources).items():
-        if "gpu" in str(name).lower():
-            try:
-                return math.ceil(quantity_value(raw))
-            except (ValueError, TypeError):
-                return 0
-    return 0
-
-
-def gpus_per_node(resources: JsonDict | None) -> int:
-    """upstream `GetNumGPUPerNode`: the requests' GPU count, else the limits'."""
-    if resources is None:
-        return 0
-    count = _num_gpu(resources.get("requests"))
-    limits = _num_gpu(resources.get("limits"))
-    return limits if count == 0 and limits > 0 else count
 
 
 def enforce(info: Info, trainjob: JsonDict) -> None:

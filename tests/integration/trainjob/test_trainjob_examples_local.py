@@ -1,9 +1,11 @@
-"""TrainJobs on upstream's torch-, jax- and xgboost-distributed ClusterTrainingRuntimes run for real
-on the local plane of `kubetrain up`: the operator builds the JobSet with the runtime's plugin env,
-the embedded JobSet controller its Job of 2 indexed pods, the processes meet at
-`<trainjob>-node-0-0.<trainjob>:29500` (torchrun's rendezvous, JAX's coordinator, task 0's
-RabitTracker), training ends alike on both ranks, and the TrainJob ends Complete with its
-jobsStatus."""
+"""TrainJobs on upstream's torch-, jax-, xgboost- and deepspeed-distributed ClusterTrainingRuntimes
+run for real on the local plane of `kubetrain up`: the operator builds the JobSet with the runtime's
+plugin env, the embedded JobSet controller its Jobs; for torch, jax and xgboost one Job of 2 indexed
+pods whose processes meet at `<trainjob>-node-0-0.<trainjob>:29500` (torchrun's rendezvous, JAX's
+coordinator, task 0's RabitTracker); for deepspeed's mpi policy a `node` pod (sshd) and the
+launcher, whose mpirun reads the hostfile ConfigMap the operator made and reaches the node over
+ssh with the SSH Secret's keys mounted. Training ends alike on every rank, and the TrainJob ends
+Complete with its jobsStatus."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import asyncio
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -31,7 +33,17 @@ class Case:
     env: dict[str, str]
     """What the runtime's plugin must have set on the node container."""
     log_marks: tuple[tuple[str, int], ...]
-    """(text, how many times it is logged) once both ranks have trained."""
+    """(text, how many times it is logged) once every rank has trained."""
+    env_job: str = "node"
+    """The replicated job whose `node` container has the plugin's env (MPI's: the launcher)."""
+    pods: tuple[tuple[str, int], ...] = (("node", 2),)
+    """Each replicated job's parallelism (= completions), in the JobSet's order."""
+    port: bool = True
+    """Whether the plugin opens containerPort 29500 (MPI's does not: ssh)."""
+    children: dict[str, str] = field(default_factory=dict)
+    """Other objects the TrainJob controls (kind -> name)."""
+    hostfile: str = ""
+    """The MPI hostfile ConfigMap's `hostfile`."""
 
 
 CASES = [
@@ -60,6 +72,23 @@ CASES = [
             "DMLC_TRACKER_URI": "trainjob-xgboost-node-0-0.trainjob-xgboost",
         },
         (("identical_to_rank0=True", 2), ("test accuracy", 1)),
+    ),
+    Case(
+        "deepspeed-distributed",
+        "trainjob-mpi",
+        {
+            "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile",
+            "OMPI_MCA_orte_set_default_slots": "2",
+            "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+        },
+        (("training samples", 4), ("4 ranks, identical weights: True", 1)),
+        env_job="launcher",
+        pods=(("node", 1), ("launcher", 1)),
+        port=False,
+        children={"ConfigMap": "trainjob-mpi-mpi-hostfile", "Secret": "trainjob-mpi-mpi-ssh-auth"},
+        hostfile=(
+            "trainjob-mpi-node-0-0.trainjob-mpi slots=2\ntrainjob-mpi-launcher-0-0.trainjob-mpi slots=2\n"
+        ),
     ),
 ]
 
@@ -90,23 +119,50 @@ async def test_example_trainjob_completes_under_the_local_plane(tmp_path: Path, 
         complete = [c for c in status["conditions"] if c["type"] == "Complete"]
         assert complete and complete[0]["status"] == "True", (status, logs)
         assert complete[0]["reason"] == "AllJobsCompleted", status
-        assert status["jobsStatus"][0]["name"] == "node" and status["jobsStatus"][0]["succeeded"] == 1, status
+        done = {s["name"]: s["succeeded"] for s in status["jobsStatus"]}
+        assert done[case.env_job] == 1, status
 
         code, out = await kubectl(kubeconfig, "get", "jobset", case.job, "-o", "json")
         assert code == 0, out
         jobset = json.loads(out)
         owner = jobset["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["name"], owner["controller"]) == ("TrainJob", case.job, True)
-        node = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
-        assert (node["parallelism"], node["completions"]) == (2, 2)
-        container = node["template"]["spec"]["containers"][0]
+        rjobs = {r["name"]: r["template"]["spec"] for r in jobset["spec"]["replicatedJobs"]}
+        counts = tuple((name, spec["parallelism"]) for name, spec in rjobs.items())
+        assert counts == case.pods and all(s["completions"] == s["parallelism"] for s in rjobs.values())
+        container = rjobs[case.env_job]["template"]["spec"]["containers"][0]
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert {name: env.get(name) for name in case.env} == case.env, env
-        assert 29500 in [p["containerPort"] for p in container["ports"]], container
+        ports = [p["containerPort"] for p in container.get("ports") or []]
+        assert (29500 in ports) is case.port, container
+        for kind, name in case.children.items():
+            code, out = await kubectl(kubeconfig, "get", kind.lower(), name, "-o", "json")
+            assert code == 0, out
+            child = json.loads(out)
+            owner = child["metadata"]["ownerReferences"][0]
+            assert (owner["kind"], owner["name"], owner["controller"]) == ("TrainJob", case.job, True)
+            if kind == "ConfigMap":
+                assert child["data"] == {"hostfile": case.hostfile}, child
+            else:
+                assert child["type"] == "kubernetes.io/ssh-auth" and child["immutable"] is True, child
+                assert sorted(child["data"]) == ["ssh-privatekey", "ssh-publickey"], child
         for text, times in case.log_marks:
             assert logs.count(text) == times, (text, logs)
+        # each child created once: none re-created (say a Secret its label-selected cache missed)
+        assert operator_writes(plane) == {("create", "ok"): 1 + len(case.children)}
     finally:
         await plane.stop()
+
+
+def operator_writes(plane: LocalPlane) -> dict[tuple[str, str], float]:
+    """The operator's writes of children by (verb, result), from its `kubetrain_api_writes_total`."""
+    assert plane.manager is not None
+    return {
+        (sample.labels["verb"], sample.labels["result"]): sample.value
+        for metric in plane.manager.metrics.api_writes.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    }
 
 
 async def kubetrain(kubeconfig: Path, *args: str, cwd: Path) -> tuple[int, str]:

@@ -44,7 +44,11 @@ def test_the_crds_are_upstreams_and_committed_unchanged() -> None:
 def test_trainjobs_are_reconciled_and_the_runtimes_only_read() -> None:
     trainjob, *runtimes = REGISTRATIONS
     assert trainjob.reconciled and trainjob.kind in registry.SERVED_KINDS
-    assert [c.key for c in trainjob.children] == ["jobset.x-k8s.io/v1alpha2/JobSet"]
+    assert [(c.key, c.label_selector) for c in trainjob.children] == [
+        ("jobset.x-k8s.io/v1alpha2/JobSet", None),
+        ("v1/ConfigMap", None),  # the MPI plugin's hostfile
+        ("v1/Secret", "training.kubeflow.org/operator-name"),  # its SSH keys, labelled so
+    ]
     assert [c.kind for c in trainjob.observe.context] == ["TrainingRuntime", "ClusterTrainingRuntime"]
     for reg in REGISTRATIONS:
         assert reg.webhook and reg.admit is not None and not reg.counters

@@ -426,16 +426,19 @@ def test_runtime_patches_label_the_jobset_and_merge_into_the_template() -> None:
 
 
 def test_an_ml_policy_kubetrain_lacks_is_said_once_when_the_jobset_is_created() -> None:
-    """deepspeed-distributed's mpi policy: the JobSet is built with a Warning naming the policy;
-    the next pass (the JobSet exists) says nothing more, and torch's own policy never warns."""
-    runtime = shipped_runtime("deepspeed_distributed")
-    job = trainjob(trainer={"numNodes": 2})
-    job["spec"]["runtimeRef"]["name"] = runtime["metadata"]["name"]
+    """A flux policy (upstream's `plugins/flux`, not in kubetrain): the JobSet is built with a
+    Warning naming the policy; the next pass (the JobSet exists) says nothing more, and torch's own
+    policy never warns (nor mpi's: `test_trainjob_plan_mpi`)."""
+    runtime = torch_distributed()
+    runtime["metadata"]["name"] = "flux-runtime"
+    runtime["spec"]["mlPolicy"] = {"numNodes": 1, "flux": {"numProcPerNode": 1}}
+    job = trainjob_on("flux-runtime", trainer={"numNodes": 2})
     first = plan(job, runtimes=(runtime,))
     jobset = created_jobset(first)
     warnings = [(e.type, e.reason) for e in first.events if e.reason == "MLPolicyNotImplemented"]
     assert warnings == [("Warning", "MLPolicyNotImplemented")], first.events
-    assert '"mpi" ML policy' in next(e.message for e in first.events if e.reason == "MLPolicyNotImplemented")
+    message = next(e.message for e in first.events if e.reason == "MLPolicyNotImplemented")
+    assert '"flux" ML policy' in message and "(implemented: torch, jax, xgboost, mpi)" in message
     again = plan(job, stored(jobset), runtimes=(runtime,))
     assert not [e for e in again.events if e.reason == "MLPolicyNotImplemented"], again.events
     torch_plan = plan(trainjob(trainer={"numNodes": 2}))
