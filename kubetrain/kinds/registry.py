@@ -108,8 +108,10 @@ def unreconciled_webhook_kinds() -> list[KindInfo]:
 
 
 def crd_manifests(kinds: Iterable[str] | None = None) -> list[JsonDict]:
-    """The CRDs of these kinds (every registered kind by default), every version of each."""
+    """The CRDs of these kinds (every registered kind by default), every version of each, and of
+    the registered kinds they read (a TrainJob's runtimes): a TrainJob CRD alone serves no job."""
     wanted = set(REGISTERED_KINDS if kinds is None else kinds)
+    wanted |= {ct.kind for reg in REGISTRY if reg.kind in wanted for ct in reg.observe.context}
     return [reg.crd() for reg in REGISTRY if reg.kind in wanted]
 
 

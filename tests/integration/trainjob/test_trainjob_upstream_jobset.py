@@ -92,7 +92,8 @@ async def test_example_trainjob_completes_with_upstreams_jobset_controller(
                 interval=1.0,
             )
         except AssertionError as err:
-            raise AssertionError(f"{err}\n{cluster.logs()}") from None
+            _, objects = await kubectl(kubeconfig, "get", "trainjob,jobset,jobs,pods", "-o", "wide")
+            raise AssertionError(f"{err}\n{objects}\n{cluster.logs()}") from None
         _, logs = await kubectl(
             kubeconfig, "logs", "-l", f"jobset.sigs.k8s.io/jobset-name={case.job}", "--tail=-1"
         )
@@ -102,8 +103,8 @@ async def test_example_trainjob_completes_with_upstreams_jobset_controller(
             logs,
             cluster.logs(),
         )
-        [node] = [s for s in status["jobsStatus"] if s["name"] == "node"]
-        assert node["succeeded"] == 1 and node["failed"] == 0, status
+        [trainer] = [s for s in status["jobsStatus"] if s["name"] == case.env_job]
+        assert trainer["succeeded"] == 1 and trainer["failed"] == 0, status
 
         code, out = await kubectl(kubeconfig, "get", "jobset", case.job, "-o", "json")
         assert code == 0, out
@@ -112,15 +113,26 @@ async def test_example_trainjob_completes_with_upstreams_jobset_controller(
         assert (owner["kind"], owner["name"], owner["controller"]) == ("TrainJob", case.job, True)
         conditions = {c["type"]: c["status"] for c in jobset["status"]["conditions"]}
         assert conditions.get("Completed") == "True", jobset["status"]  # upstream's controller wrote it
-        code, out = await kubectl(
-            kubeconfig, "get", "pods", "-l", f"jobset.sigs.k8s.io/jobset-name={case.job}", "-o", "json"
-        )
+        selector = f"jobset.sigs.k8s.io/jobset-name={case.job}"
+        code, out = await kubectl(kubeconfig, "get", "pods", "-l", selector, "-o", "json")
         assert code == 0, out
         pods = json.loads(out)["items"]
-        assert {p["spec"]["hostname"] for p in pods} >= {f"{case.job}-node-0-0", f"{case.job}-node-0-1"}, pods
-        container = pods[0]["spec"]["containers"][0]
-        env = {e["name"]: e.get("value") for e in container.get("env") or []}
+        hostnames = {f"{case.job}-{rjob}-0-{i}" for rjob, count in case.pods for i in range(count)}
+        # Completed: the trainer's pods are kept; the JobSet deletes still-active Jobs (MPI's sshd nodes).
+        found = {p["spec"]["hostname"] for p in pods}
+        assert found <= hostnames and f"{case.job}-{case.env_job}-0-0" in found, found
+        [trainer_pod, *_] = [
+            p
+            for p in pods
+            if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == case.env_job
+        ]
+        env = {e["name"]: e.get("value") for e in trainer_pod["spec"]["containers"][0].get("env") or []}
         assert {name: env.get(name) for name in case.env} == case.env, env
+        if case.hostfile:
+            code, out = await kubectl(
+                kubeconfig, "get", "configmap", f"{case.job}-mpi-hostfile", "-o", "json"
+            )
+            assert code == 0 and json.loads(out)["data"] == {"hostfile": case.hostfile}, out
         for text, times in case.log_marks:
             assert logs.count(text) == times, (text, logs)
     finally:

@@ -102,3 +102,11 @@ async def test_the_operators_webhook_serves_the_runtimes_whatever_enable_scheme_
         assert namespaces == {"trainingruntimes": "team-a"}  # a Role grants no cluster-scoped kind
     finally:
         await client.close()
+
+
+def test_the_crds_of_a_trainjob_include_the_runtimes_it_reads() -> None:
+    """`kubetrain operator --install-crds` installs what its kinds need: a TrainJob CRD without the
+    runtime CRDs would leave every TrainJob with a runtime nobody can create."""
+    names = [crd["spec"]["names"]["kind"] for crd in registry.crd_manifests(["TrainJob"])]
+    assert sorted(names) == ["ClusterTrainingRuntime", "TrainJob", "TrainingRuntime"]
+    assert [crd["spec"]["names"]["kind"] for crd in registry.crd_manifests(["TFJob"])] == ["TFJob"]
