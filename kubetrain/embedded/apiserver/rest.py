@@ -22,7 +22,7 @@ from .crd import CLEANUP_FINALIZER, crd_errors, crd_status, default_crd
 from .decoding import check_type_meta, check_types, decode_json, decode_yaml, type_name
 from .defaults import ClusterIPAllocator, default_builtin, initial_pod_status
 from .errors import APIError, FieldError
-from .jsonutil import clone, dumps, equal, loads
+from .jsonutil import clone, dumps, equal, integral_floats_to_ints, loads
 from .meta import SYSTEM_FIELDS, data_key_errors, generate_name, labels_errors, later, now, validate_name
 from .patching import PatchError, field_set, json_patch, merge_patch, strategic_merge
 from .resources import CRD_KEY, NAMESPACE_KEY, ResourceCatalog, ResourceType
@@ -210,6 +210,8 @@ class ObjectStorage:
                 errs += crd_errors(obj)
         if errs:
             raise errors.invalid(rt.group, rt.kind, meta.get("name", ""), errs)
+        if rt.custom is not None:
+            integral_floats_to_ints(obj)  # as stored and read back by kube-apiserver
 
     # --- create --------------------------------------------------------------------------
 
@@ -372,6 +374,7 @@ class ObjectStorage:
                 errs = validate(new, rt.custom.schema)
                 if errs:
                     raise errors.invalid(rt.group, rt.kind, old_meta["name"], errs)
+                integral_floats_to_ints(new)
             if rt.key == CRD_KEY:
                 new["status"] = crd_status(new, old, self.catalog)
         else:

@@ -149,6 +149,36 @@ async def test_int_or_string(http: Http, widgets: WidgetKind) -> None:
     assert status == 422
 
 
+async def test_integral_floats_are_integers_and_read_back_as_such(http: Http, widgets: WidgetKind) -> None:
+    """kube-openapi takes 1.0 where a schema asks for an integer (isFloatInt), and what Go stores
+    as JSON (`1`) reads back as an integer everywhere in the object: the Kubeflow SDK sends a
+    TrainJob's resourcesPerNode as floats (`cpu: 1.0`, quantities are int-or-string)."""
+    obj = widgets.obj("f", size=2.0, port=80.0, template={"ratio": 3.0, "half": 0.5, "list": [4.0]})
+    status, created, _ = await http.post(widgets.collection, obj)
+    assert status == 201, created
+    _, stored, _ = await http.get(f"{widgets.collection}/f")
+    for body in (created, stored):
+        spec = body["spec"]
+        assert (spec["size"], spec["port"], spec["template"]) == (
+            2,
+            80,
+            {"ratio": 3, "half": 0.5, "list": [4]},
+        )
+        assert [type(v) for v in (spec["size"], spec["port"], spec["template"]["list"][0])] == [int] * 3
+    status, updated, _ = await http.patch(
+        f"{widgets.collection}/f/status",
+        {"status": {"replicas": 3.0}},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200, updated
+    assert type(updated["status"]["replicas"]) is int and updated["status"]["replicas"] == 3
+
+    status, body, _ = await http.post(widgets.collection, widgets.obj("g", size=2.5))
+    assert status == 422 and 'spec.size in body must be of type integer: "number"' in body["message"]
+    status, body, _ = await http.post(widgets.collection, widgets.obj("h", mode=1.0))
+    assert status == 422 and 'spec.mode in body must be of type string: "number"' in body["message"]
+
+
 @pytest.mark.parametrize(
     ("spec", "message", "cause"),
     [
