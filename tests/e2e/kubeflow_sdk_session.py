@@ -11,6 +11,8 @@ of stdout; the test checks the report.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 import time
@@ -133,7 +135,12 @@ def main(runtime_name: str, name: str, marker: str) -> dict[str, Any]:
         {"name": r.name, "kind": r.kind.value, "framework": r.trainer.framework, "image": r.trainer.image}
         for r in runtimes
     ]
-    runtime = next(r for r in runtimes if r.name == runtime_name)
+    runtime = client.get_runtime(runtime_name)
+    report["get_runtime"] = {
+        "name": runtime.name,
+        "kind": runtime.kind.value,
+        "num_nodes": runtime.trainer.num_nodes,
+    }
 
     started = time.monotonic()
     job_name = client.train(
@@ -181,6 +188,12 @@ def main(runtime_name: str, name: str, marker: str) -> dict[str, Any]:
     while job_name in [j.name for j in client.list_jobs()] and time.monotonic() < deadline:
         time.sleep(0.5)
     report["listed_after_delete"] = [j.name for j in client.list_jobs()]
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # it prints a 1-node TrainJob's logs, then deletes it
+        client.get_runtime_packages(runtime)
+    report["runtime_packages"] = printed.getvalue().splitlines()
+    report["listed_at_end"] = [j.name for j in client.list_jobs()]
     return report
 
 

@@ -13,7 +13,8 @@
   runtime patch (the SDK's manager name) reaches the pods;
 * wait_for_job_status (with a callback: Created, Running, Complete), get_job, list_jobs (all, and
   by runtime), get_job_logs (node-0 by default, step="node-1", follow=True), get_job_events,
-  delete_job (the TrainJob and its pods go).
+  delete_job (the TrainJob and its pods go);
+* get_runtime, and get_runtime_packages (a 1-node TrainJob that prints `pip list`).
 
 The training function is real: DDP over gloo on scikit-learn's digits, 2 nodes of 1 process,
 each on its own shard; both ranks must end with identical weights and the test accuracy must be
@@ -21,8 +22,7 @@ well above chance.
 
 Not covered: `packages_to_install` (the generated script runs `pip install` into the interpreter
 the local node runs, i.e. the test's own environment, from a package index), BuiltinTrainer
-(torchtune: model downloads and GPUs), initializers (dataset/model downloads), and
-get_runtime_packages (it works: a 1-node TrainJob printing `pip list`; left out for time).
+(torchtune: model downloads and GPUs) and initializers (dataset/model downloads).
 """
 
 from __future__ import annotations
@@ -108,6 +108,12 @@ def session(up: KubetrainUp) -> dict[str, Any]:
     return report
 
 
+def test_trainer_client_finds_the_control_plane(session: dict[str, Any]) -> None:
+    """TrainerClient() reads Trainer's public ConfigMap and warns when it is missing."""
+    assert "Trainer control-plane version info is not available" not in session["stderr"]
+    assert "Traceback" not in session["stderr"], session["stderr"]
+
+
 def test_list_runtimes_reads_upstreams_torch_runtime(session: dict[str, Any]) -> None:
     assert session["runtimes"] == [
         {
@@ -117,6 +123,14 @@ def test_list_runtimes_reads_upstreams_torch_runtime(session: dict[str, Any]) ->
             "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
         }
     ]
+
+
+def test_get_runtime(session: dict[str, Any]) -> None:
+    assert session["get_runtime"] == {
+        "name": "torch-distributed",
+        "kind": "ClusterTrainingRuntime",
+        "num_nodes": 1,
+    }
 
 
 def test_train_runs_the_function_on_two_torch_nodes_to_complete(session: dict[str, Any]) -> None:
@@ -190,3 +204,13 @@ def test_get_job_events(session: dict[str, Any]) -> None:
 
 def test_delete_job_removes_the_trainjob(session: dict[str, Any]) -> None:
     assert session["listed_after_delete"] == []
+
+
+def test_get_runtime_packages_prints_the_local_environment(session: dict[str, Any]) -> None:
+    """A 1-node TrainJob of the runtime runs the SDK's `print_packages` (Python's version, `pip
+    list`): locally that is the interpreter the node runs, the one kubetrain runs in."""
+    printed = session["runtime_packages"]
+    assert printed[0] == f"Python: {sys.version}".splitlines()[0], printed[:3]
+    packages = {line.split()[0].lower().replace("_", "-") for line in printed[1:] if line.strip()}
+    assert {"torch", "scikit-learn", "kubetrain", "kubeflow"} <= packages, printed
+    assert session["listed_at_end"] == []  # it deleted its TrainJob
