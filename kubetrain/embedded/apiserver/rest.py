@@ -26,6 +26,7 @@ from .jsonutil import clone, dumps, equal, integral_floats_to_ints, loads
 from .meta import SYSTEM_FIELDS, data_key_errors, generate_name, labels_errors, later, now, validate_name
 from .patching import PatchError, field_set, json_patch, merge_patch, strategic_merge
 from .resources import CRD_KEY, NAMESPACE_KEY, ResourceCatalog, ResourceType
+from .scalevalidation import scale_spec_errors, scale_status_errors
 from .schema import (
     CEL_BLOCKING,
     CEL_SKIPPED,
@@ -196,6 +197,7 @@ class ObjectStorage:
             prune(obj, schema, root=True)
             apply_defaults(obj, schema)
             schema_errs = validate(obj, schema)
+            schema_errs += scale_spec_errors(obj, rt.scale) + scale_status_errors(obj, rt.scale)
             errs += schema_errs
             if any(e.type in CEL_BLOCKING for e in schema_errs) and has_cel_rules(schema):
                 errs.append(CEL_SKIPPED)
@@ -371,7 +373,7 @@ class ObjectStorage:
             if rt.custom is not None:
                 prune(new, rt.custom.schema, root=True)
                 apply_defaults(new, rt.custom.schema)
-                errs = validate(new, rt.custom.schema)
+                errs = validate(new, rt.custom.schema) + scale_status_errors(new, rt.scale)
                 if errs:
                     raise errors.invalid(rt.group, rt.kind, old_meta["name"], errs)
                 integral_floats_to_ints(new)
