@@ -36,7 +36,7 @@ from kubetrain.embedded.statefulset import StatefulSetController
 from kubetrain.history.recorder import HistoryRecorder
 from kubetrain.history.store import HistoryStore
 from kubetrain.kinds.registration import Lookup
-from kubetrain.kinds.registry import crd_manifests, reconciled_versions
+from kubetrain.kinds.registry import crd_manifests, installed_objects, reconciled_versions
 from kubetrain.kube.errors import ApiError
 from kubetrain.runtime.config import RuntimeConfig
 from kubetrain.runtime.manager import Manager
@@ -244,6 +244,7 @@ class LocalPlane:
                 self._kube, config, crd_manifests=[*crd_manifests(), *podgroup_crds(), jobset_crd()]
             )
             await self.manager.start()
+            await self._install_objects()
             self._node_api = KubeAPI.for_url(self.server.plain_url, token=self.token)
             self.binder = Binder(
                 self._node_api,
@@ -283,6 +284,23 @@ class LocalPlane:
         except BaseException:
             await self.stop()
             raise
+
+    async def _install_objects(self) -> None:
+        """What upstream's installs ship besides the CRDs (Trainer's public ConfigMap, which the
+        Kubeflow SDK reads): created, or brought up to date in a plane restarted from its state."""
+        assert self._kube is not None
+        for obj in installed_objects():
+            try:
+                await self._kube.create(obj)
+            except ApiError as err:
+                if not err.already_exists:
+                    raise
+                meta = obj["metadata"]
+                patch = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+                if patch:
+                    await self._kube.merge_patch(
+                        obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"], patch
+                    )
 
     def client(self, namespace: str = "default") -> AsyncClient:
         return AsyncClient.for_url(self.server.plain_url, namespace, self.token)

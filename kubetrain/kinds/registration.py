@@ -150,6 +150,10 @@ class KindRegistration:
     pod_job_label: str = LABEL_JOB_NAME
     """The label holding the job's name on its pods, how the client and CLI find them (a
     TrainJob's pods are its JobSet's: `jobset.sigs.k8s.io/jobset-name`, the same name)."""
+    installs: tuple[JsonDict, ...] = ()
+    """Objects besides the CRD that upstream's install ships for this kind and clients read
+    (Trainer's `kubeflow-trainer-public` ConfigMap, which the Kubeflow SDK checks): the local
+    plane creates them with the CRDs."""
 
     @property
     def reconciled(self) -> bool:

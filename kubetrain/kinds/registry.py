@@ -115,6 +115,14 @@ def crd_manifests(kinds: Iterable[str] | None = None) -> list[JsonDict]:
     return [reg.crd() for reg in REGISTRY if reg.kind in wanted]
 
 
+def installed_objects() -> list[JsonDict]:
+    """What the registered kinds' installs ship besides their CRDs, each object once, in order."""
+    out: list[JsonDict] = []
+    for reg in REGISTRY:
+        out.extend(obj for obj in reg.installs if obj not in out)
+    return out
+
+
 def plan(job: JsonDict, observed: Observed, now: datetime, config: ControllerConfig) -> Plan:
     """The plan of one job of any registered kind: its registration's planner."""
     reg = registration_for(job.get("kind")) if isinstance(job, dict) else None

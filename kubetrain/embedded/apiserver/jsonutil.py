@@ -14,7 +14,16 @@ from typing import Any
 from kubetrain.kube import jsonsafe
 from kubetrain.kube.jsonsafe import GO_MAX_DEPTH, TooDeep, equal
 
-__all__ = ["GO_MAX_DEPTH", "TooDeep", "clone", "dumps", "equal", "iterate", "loads"]
+__all__ = [
+    "GO_MAX_DEPTH",
+    "TooDeep",
+    "clone",
+    "dumps",
+    "equal",
+    "integral_floats_to_ints",
+    "iterate",
+    "loads",
+]
 
 Step = Generator[Any, Any, Any]
 """A recursive function written as a generator: ``(yield step(...))`` is the recursive call."""
@@ -84,3 +93,36 @@ def _clone_deep(obj: Any) -> Any:
             else:
                 dst.append(value)
     return root
+
+
+_INT64_LIMIT = 2.0**63
+
+
+def _as_go_reads_back(value: Any) -> Any:
+    if type(value) is float and value.is_integer() and -_INT64_LIMIT <= value < _INT64_LIMIT:
+        return int(value)
+    return value
+
+
+def integral_floats_to_ints(obj: Any) -> None:
+    """In place, every float with an integral value in int64's range becomes an int (``1.0`` -> ``1``).
+
+    kube-apiserver keeps a custom resource as JSON and decodes it again for every answer: Go writes
+    float64(1) as ``1``, which reads back as an int64 (sigs.k8s.io/json keeps integers as int64),
+    so a client that sent ``1.0`` (the Kubeflow SDK's ``cpu: 1.0``) reads ``1`` from then on, and
+    so do controllers: a quantity ``1``, not ``1.0``."""
+    stack: list[Any] = [obj]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            for key, value in node.items():
+                if type(value) is float:
+                    node[key] = _as_go_reads_back(value)
+                elif type(value) is dict or type(value) is list:
+                    stack.append(value)
+        elif type(node) is list:
+            for i, value in enumerate(node):
+                if type(value) is float:
+                    node[i] = _as_go_reads_back(value)
+                elif type(value) is dict or type(value) is list:
+                    stack.append(value)

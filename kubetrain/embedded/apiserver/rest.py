@@ -22,10 +22,11 @@ from .crd import CLEANUP_FINALIZER, crd_errors, crd_status, default_crd
 from .decoding import check_type_meta, check_types, decode_json, decode_yaml, type_name
 from .defaults import ClusterIPAllocator, default_builtin, initial_pod_status
 from .errors import APIError, FieldError
-from .jsonutil import clone, dumps, equal, loads
+from .jsonutil import clone, dumps, equal, integral_floats_to_ints, loads
 from .meta import SYSTEM_FIELDS, data_key_errors, generate_name, labels_errors, later, now, validate_name
 from .patching import PatchError, field_set, json_patch, merge_patch, strategic_merge
 from .resources import CRD_KEY, NAMESPACE_KEY, ResourceCatalog, ResourceType
+from .scalevalidation import scale_spec_errors, scale_status_errors
 from .schema import (
     CEL_BLOCKING,
     CEL_SKIPPED,
@@ -196,6 +197,7 @@ class ObjectStorage:
             prune(obj, schema, root=True)
             apply_defaults(obj, schema)
             schema_errs = validate(obj, schema)
+            schema_errs += scale_spec_errors(obj, rt.scale) + scale_status_errors(obj, rt.scale)
             errs += schema_errs
             if any(e.type in CEL_BLOCKING for e in schema_errs) and has_cel_rules(schema):
                 errs.append(CEL_SKIPPED)
@@ -210,6 +212,8 @@ class ObjectStorage:
                 errs += crd_errors(obj)
         if errs:
             raise errors.invalid(rt.group, rt.kind, meta.get("name", ""), errs)
+        if rt.custom is not None:
+            integral_floats_to_ints(obj)  # as stored and read back by kube-apiserver
 
     # --- create --------------------------------------------------------------------------
 
@@ -369,9 +373,10 @@ class ObjectStorage:
             if rt.custom is not None:
                 prune(new, rt.custom.schema, root=True)
                 apply_defaults(new, rt.custom.schema)
-                errs = validate(new, rt.custom.schema)
+                errs = validate(new, rt.custom.schema) + scale_status_errors(new, rt.scale)
                 if errs:
                     raise errors.invalid(rt.group, rt.kind, old_meta["name"], errs)
+                integral_floats_to_ints(new)
             if rt.key == CRD_KEY:
                 new["status"] = crd_status(new, old, self.catalog)
         else:

@@ -114,9 +114,28 @@ def _type_name(value: Any) -> str:
     return "null"
 
 
+_MAX_JSON_INTEGER = 2.0**53
+"""go-openapi's maxJSONFloat: the largest float that `IsFloat64AJSONInteger` calls an integer."""
+
+
+def json_integer(value: Any) -> bool:
+    """An integer, or a float with an integral value (1.0): kube-openapi's type validator takes
+    such a float where a schema asks for an integer (`isFloatInt`), because Go decodes ``1.0`` as
+    a float64. Clients send them: the Kubeflow SDK's resource quantities (``cpu: 1.0``)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and value.is_integer() and abs(value) <= _MAX_JSON_INTEGER
+
+
 def _type_ok(value: Any, typ: str) -> bool:
     actual = _type_name(value)
-    return actual == typ or (typ == "number" and actual == "integer")
+    return (
+        actual == typ
+        or (typ == "number" and actual == "integer")
+        or (typ == "integer" and actual == "number" and json_integer(value))
+    )
 
 
 def _join(path: str, name: str) -> str:
@@ -132,7 +151,7 @@ def validate(value: Any, schema: dict[str, Any] | None, path: str = "") -> list[
         return errs
     label = path or "<root>"
     if schema.get("x-kubernetes-int-or-string"):
-        if not isinstance(value, int | str) or isinstance(value, bool):
+        if not (isinstance(value, str) or json_integer(value)):
             errs.append(
                 FieldError(
                     "FieldValueTypeInvalid",

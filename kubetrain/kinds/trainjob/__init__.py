@@ -22,6 +22,7 @@ from kubetrain.kinds.trainjob.planner import (
     TRAINING_RUNTIME_CONTEXT,
     plan,
 )
+from kubetrain.kinds.trainjob.public import public_objects
 from kubetrain.kinds.trainjob.validation import (
     admit_cluster_training_runtime,
     admit_training_runtime,
@@ -49,6 +50,7 @@ TRAINJOB_REGISTRATION = KindRegistration(
     shipped_crd=TRAINJOBS_CRD,
     admission_reads=(TRAINING_RUNTIME_INFO, CLUSTER_TRAINING_RUNTIME_INFO),
     pod_job_label=JOBSET_NAME_LABEL,
+    installs=public_objects(),
 )
 TRAINING_RUNTIME_REGISTRATION = KindRegistration(
     versions=(TRAINING_RUNTIME_INFO,),

@@ -149,6 +149,55 @@ async def test_int_or_string(http: Http, widgets: WidgetKind) -> None:
     assert status == 422
 
 
+async def test_integral_floats_are_integers_and_read_back_as_such(http: Http, widgets: WidgetKind) -> None:
+    """kube-openapi takes 1.0 where a schema asks for an integer (isFloatInt), and what Go stores
+    as JSON (`1`) reads back as an integer everywhere in the object: the Kubeflow SDK sends a
+    TrainJob's resourcesPerNode as floats (`cpu: 1.0`, quantities are int-or-string)."""
+    obj = widgets.obj("f", size=2.0, port=80.0, template={"ratio": 3.0, "half": 0.5, "list": [4.0]})
+    status, created, _ = await http.post(widgets.collection, obj)
+    assert status == 201, created
+    _, stored, _ = await http.get(f"{widgets.collection}/f")
+    for body in (created, stored):
+        spec = body["spec"]
+        assert (spec["size"], spec["port"], spec["template"]) == (
+            2,
+            80,
+            {"ratio": 3, "half": 0.5, "list": [4]},
+        )
+        assert [type(v) for v in (spec["size"], spec["port"], spec["template"]["list"][0])] == [int] * 3
+
+    status, body, _ = await http.post(widgets.collection, widgets.obj("g", size=2.5))
+    assert status == 422 and 'spec.size in body must be of type integer: "number"' in body["message"]
+    status, body, _ = await http.post(widgets.collection, widgets.obj("h", mode=1.0))
+    assert status == 422 and 'spec.mode in body must be of type string: "number"' in body["message"]
+
+
+async def test_scale_paths_take_no_float(http: Http, widgets: WidgetKind) -> None:
+    """The scale subresource's paths are read as int64 and string after the schema (apiextensions'
+    ValidateScaleSpec/ValidateScaleStatus): there 3.0 is still a float64, and refused."""
+    status, body, _ = await http.post(widgets.collection, widgets.obj("s", replicas=3.0))
+    assert status == 422
+    assert body["message"] == (
+        f'{widgets.qualified} "s" is invalid: .spec.replicas: Invalid value: 0: '
+        ".spec.replicas accessor error: 3 is of the type float64, expected int64"
+    )
+    detail = ".spec.replicas accessor error: 3 is of the type float64, expected int64"
+    assert body["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "message": f"Invalid value: 0: {detail}", "field": ".spec.replicas"}
+    ]
+    assert (await http.post(widgets.collection, widgets.obj("s", replicas=3)))[0] == 201
+    status, body, _ = await http.patch(f"{widgets.collection}/s/status", {"status": {"replicas": 2.0}})
+    assert status == 422
+    assert ".status.replicas accessor error: 2 is of the type float64, expected int64" in body["message"]
+    status, body, _ = await http.patch(f"{widgets.collection}/s/status", {"status": {"replicas": -1}})
+    assert status == 422
+    assert body["message"].endswith(".status.replicas: Invalid value: -1: should be a non-negative integer")
+    status, body, _ = await http.patch(
+        f"{widgets.collection}/s/status", {"status": {"replicas": 2, "selector": "app=w"}}
+    )
+    assert status == 200 and body["status"] == {"replicas": 2, "selector": "app=w"}
+
+
 @pytest.mark.parametrize(
     ("spec", "message", "cause"),
     [
@@ -268,7 +317,7 @@ async def test_crd_update_adds_default_visible_on_existing_objects(http: Http, w
     props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     props["color"] = {"type": "string", "default": "blue"}
     status, updated, _ = await http.put(f"{CRDS}/{widgets.crd_name}", crd)
-    assert status == 200, updated
+    assert status == 200, updated["message"]
     assert updated["metadata"]["generation"] == 2
 
     async def defaulted() -> bool:  # the new schema reaches the serving handler asynchronously
