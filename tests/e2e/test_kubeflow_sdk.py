@@ -1,11 +1,11 @@
 """The Kubeflow SDK (`kubeflow` 0.5.x, TrainerClient), unchanged, against `kubetrain up` (issue 14).
 
 `kubetrain up` runs as a subprocess, as a user starts it (tests/e2e/sdk_plane.py); upstream's
-`torch-distributed` ClusterTrainingRuntime (v2.3.0's manifest, unchanged) is applied with
-`kubetrain apply -f`; then a user's script (tests/e2e/kubeflow_sdk_session.py) runs with
+default ClusterTrainingRuntimes (v2.3.0's manifests, unchanged; `torch-distributed` among them)
+are applied with `kubetrain install --only-runtimes`; then a user's script (tests/e2e/kubeflow_sdk_session.py) runs with
 `KUBECONFIG` set to the file the plane wrote and calls `TrainerClient()` with no argument:
 
-* list_runtimes: the runtime, as the SDK reads it (framework label, the `node` container's image);
+* list_runtimes: the five runtimes, as the SDK reads them (framework label, the trainer's image);
 * train(CustomTrainer(func=train_digits, func_args, num_nodes=2, resources_per_node={"cpu": 1},
   env), options=[Name, Labels, RuntimePatch]): the SDK turns the function into `bash -c` with a
   here-document that writes it to a file and runs it with `torchrun`; the local node runs
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 
 def _missing(module: str) -> bool:
@@ -55,8 +56,8 @@ import sklearn  # noqa: E402, F401
 import torch  # noqa: E402, F401
 
 from tests.e2e.sdk_plane import MARKER_ENV, REPO, KubetrainUp, running_plane  # noqa: E402
+from tests.trainer_runtimes import RUNTIMES  # noqa: E402
 
-RUNTIME = REPO / "tests/unit/kinds/trainjob/runtimes/torch_distributed.yaml"  # upstream v2.3.0's, unchanged
 SESSION = Path(__file__).with_name("kubeflow_sdk_session.py")
 NAME = "sdk-digits"
 
@@ -69,11 +70,10 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubetrainUp]:
                 sys.executable,
                 "-m",
                 "kubetrain.cli.main",
-                "apply",
+                "install",
+                "--only-runtimes",  # upstream's default runtimes, as `kubetrain install` ships them
                 "--kubeconfig",
                 str(plane.kubeconfig),
-                "-f",
-                str(RUNTIME),
             ],
             cwd=REPO,
             capture_output=True,
@@ -81,7 +81,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubetrainUp]:
             timeout=60,
         )
         assert applied.returncode == 0, applied.stderr
-        assert "clustertrainingruntime.trainer.kubeflow.org/torch-distributed created" in applied.stdout
+        assert "clustertrainingruntime/torch-distributed applied" in applied.stderr, applied.stderr
         yield plane
 
 
@@ -114,15 +114,32 @@ def test_trainer_client_finds_the_control_plane(session: dict[str, Any]) -> None
     assert "Traceback" not in session["stderr"], session["stderr"]
 
 
-def test_list_runtimes_reads_upstreams_torch_runtime(session: dict[str, Any]) -> None:
-    assert session["runtimes"] == [
+def trainer_image(runtime: dict[str, Any]) -> str:
+    """The `node` container's image of the runtime's trainer step (the SDK's `trainer.image`)."""
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        labels = rjob["template"].get("metadata", {}).get("labels", {})
+        if labels.get("trainer.kubeflow.org/trainjob-ancestor-step") == "trainer":
+            [node] = [
+                c for c in rjob["template"]["spec"]["template"]["spec"]["containers"] if c["name"] == "node"
+            ]
+            return str(node["image"])
+    raise AssertionError(f"{runtime['metadata']['name']} has no trainer step")
+
+
+def test_list_runtimes_reads_upstreams_default_runtimes(session: dict[str, Any]) -> None:
+    """What `kubetrain install --only-runtimes` applied, as the SDK reads it."""
+    installed = [yaml.safe_load(f.read_text()) for f in sorted(RUNTIMES.glob("*_distributed.yaml"))]
+    expected = [
         {
-            "name": "torch-distributed",
+            "name": r["metadata"]["name"],
             "kind": "ClusterTrainingRuntime",
-            "framework": "torch",
-            "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+            "framework": r["metadata"]["labels"]["trainer.kubeflow.org/framework"],
+            "image": trainer_image(r),
         }
+        for r in installed
     ]
+    assert len(expected) == 5
+    assert sorted(session["runtimes"], key=lambda r: r["name"]) == sorted(expected, key=lambda r: r["name"])
 
 
 def test_get_runtime(session: dict[str, Any]) -> None:
