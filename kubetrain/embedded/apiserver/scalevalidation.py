@@ -54,18 +54,30 @@ def _go_float(value: float) -> str:
 
 
 def _go_print(value: Any) -> str:
-    """Go's %v of a decoded JSON value."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, list):
-        return "[" + " ".join(_go_print(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_print(v)}" for k, v in sorted(value.items())) + "]"
-    return str(value)
+    """Go's %v of a decoded JSON value. Iterative: a poison object nests thousands deep."""
+    out: list[str] = []
+    todo: list[tuple[bool, Any]] = [(False, value)]  # (is literal text, item)
+    while todo:
+        literal, item = todo.pop()
+        if literal:
+            out.append(item)
+        elif item is None:
+            out.append("<nil>")
+        elif isinstance(item, bool):
+            out.append("true" if item else "false")
+        elif isinstance(item, float):
+            out.append(_go_float(item))
+        elif isinstance(item, list | dict):
+            parts: list[tuple[bool, Any]] = []
+            entries = sorted(item.items()) if isinstance(item, dict) else list(enumerate(item))
+            for i, (key, child) in enumerate(entries):
+                prefix = (" " if i else "") + (f"{key}:" if isinstance(item, dict) else "")
+                parts += [(True, prefix), (False, child)]
+            opening = "map[" if isinstance(item, dict) else "["
+            todo += [(True, "]"), *reversed(parts), (True, opening)]
+        else:
+            out.append(str(item))
+    return "".join(out)
 
 
 def _accessor_error(fields: list[str], value: Any, want: str) -> str:

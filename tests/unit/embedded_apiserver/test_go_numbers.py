@@ -84,3 +84,16 @@ def test_scale_paths_accessor_errors() -> None:
         "expected string"
     )
     assert scale_status_errors({"status": {"replicas": 1}}, None) == []
+
+
+def test_an_accessor_error_prints_a_value_nested_thousands_deep() -> None:
+    """A poison object's spec nested 1,500 deep once answered 500 (RecursionError) in the printer."""
+    scale = ScalePaths(".spec.replicas", ".status.replicas", ".status.selector")
+    deep: object = 1
+    for _ in range(5000):
+        deep = [deep]
+    [err] = scale_spec_errors({"spec": {"replicas": {"a": deep, "b": [None, True, 2.5]}}}, scale)
+    assert err.detail.startswith(".spec.replicas accessor error: map[a:[[[[")
+    assert err.detail.endswith(
+        "]]]] b:[<nil> true 2.5]] is of the type map[string]interface {}, expected int64"
+    )
