@@ -2,8 +2,9 @@
 
 `kubetrain up` runs as a subprocess, as a user starts it (tests/e2e/sdk_plane.py); upstream's
 default ClusterTrainingRuntimes (v2.3.0's manifests, unchanged; `torch-distributed` among them)
-are applied with `kubetrain install --only-runtimes`; then a user's script (tests/e2e/kubeflow_sdk_session.py) runs with
-`KUBECONFIG` set to the file the plane wrote and calls `TrainerClient()` with no argument:
+are applied with `kubetrain install --only-runtimes`; then a user's script
+(tests/e2e/kubeflow_sdk_session.py) runs with `KUBECONFIG` set to the file the plane wrote and
+calls `TrainerClient()` with no argument:
 
 * list_runtimes: the five runtimes, as the SDK reads them (framework label, the trainer's image);
 * train(CustomTrainer(func=train_digits, func_args, num_nodes=2, resources_per_node={"cpu": 1},
