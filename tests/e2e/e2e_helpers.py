@@ -32,28 +32,41 @@ STOP_GRACE = 45.0
 
 LOG_LINE = re.compile(r"^(?P<replica>[a-z0-9-]+?)\s*\| ?(?P<text>.*)$")
 IN_CI = os.environ.get("CI") == "true"
+ACCURACY_FLOOR = 0.85
+"""What a trained example's test accuracy must beat (the examples' small models reach ~0.9+)."""
 
 
 def require_modules(*modules: str) -> None:
     """Skip (with the reason) when a framework is missing; under CI=true that is an error instead."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if not missing:
-        return
-    reason = f"{', '.join(missing)} not installed (pip install -r requirements-e2e.txt)"
-    if IN_CI:
-        pytest.fail(f"CI=true: {reason}", pytrace=False)
-    pytest.skip(reason)
+    _missing_fails_in_ci(missing, "not installed (pip install -r requirements-e2e.txt)")
 
 
 def require_programs(*programs: str) -> None:
     """Skip (with the reason) when a program is not on PATH; under CI=true that is an error instead."""
     missing = [p for p in programs if shutil.which(p) is None]
+    _missing_fails_in_ci(missing, "not found (scripts/install-system-deps --tests)")
+
+
+def _missing_fails_in_ci(missing: list[str], why: str) -> None:
     if not missing:
         return
-    reason = f"{', '.join(missing)} not found (scripts/install-system-deps --tests)"
+    reason = f"{', '.join(missing)} {why}"
     if IN_CI:
         pytest.fail(f"CI=true: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def trained_on_digits(run: Run, ranks: int, replica: str) -> None:
+    """The MPI digits program's last line (chainer-mpi/train.py): loss halved, accuracy above the
+    floor, identical weights on all `ranks`."""
+    final = run.one(
+        r"final loss (?P<last>[\d.]+) \(first (?P<first>[\d.]+)\), test accuracy (?P<acc>[\d.]+), "
+        rf"{ranks} ranks, identical weights: True",
+        replica,
+    )
+    last, first, acc = floats(final, "last", "first", "acc")
+    assert last < first / 2 and acc > ACCURACY_FLOOR, run.describe()
 
 
 def copy_example(name: str, dest: Path) -> Path:
