@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -98,15 +99,69 @@ static void set_v4mapped(struct in6_addr *a, const struct in_addr *v4) {
     memcpy(&a->s6_addr[12], v4, 4);
 }
 
-/* A TCP socket bound on a pod address may take a port still in TIME_WAIT from an earlier pod
-   that had the address (a rerun's server on its fixed port), as SO_REUSEADDR allows; two
-   listeners on one address and port still conflict. UDP sockets are left alone. */
-static void reuse_address(int fd) {
-    int saved = errno, type = 0, on = 1;
+static int is_tcp(int fd) {
+    int type = 0;
     socklen_t tlen = sizeof type;
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) == 0 && type == SOCK_STREAM)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    errno = saved;
+    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) == 0 && type == SOCK_STREAM;
+}
+
+static int set_reuse(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+}
+
+/* Whether /proc/net/<table> lists `local` (its "%08X:%04X" form) only in TIME_WAIT (state 06):
+   -1 when some entry is in another state, 1 when all are TIME_WAIT, 0 when none is listed. */
+static int time_wait_only_in(const char *table, const char *local) {
+    char path[32], line[512], addr[80], state[8];
+    snprintf(path, sizeof path, "/proc/net/%s", table);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int found = 0;
+    if (fgets(line, sizeof line, f)) {  /* the header */
+        while (fgets(line, sizeof line, f)) {
+            if (sscanf(line, "%*s %79s %*s %7s", addr, state) != 2) continue;
+            const char *colon = strrchr(addr, ':');
+            size_t host_len = colon ? (size_t)(colon - addr) : 0;
+            /* tcp6 lists v4-mapped addresses as 0000000000000000FFFF0000<v4>: compare the tail */
+            size_t want_len = strlen(local);
+            size_t have_len = strlen(addr);
+            if (host_len == 0 || have_len < want_len || strcmp(addr + have_len - want_len, local) != 0)
+                continue;
+            if (strcmp(state, "06") != 0) { fclose(f); return -1; }
+            found = 1;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Why a fixed-port bind that failed may take the port after all: every socket left on it is one
+   of the pod's own finished connections in TIME_WAIT (a rerun's server, whose last run's
+   connections closed from its side), which SO_REUSEADDR lets a new listener share. A socket that
+   is merely bound (not listening or connected) is not listed at all, so a sibling racing for the
+   same port still loses at bind(), as on a real node: setting SO_REUSEADDR on every bind let two
+   ranks bind one port, and the second then failed in listen() (OpenMPI's btl_tcp). */
+static int held_only_by_time_wait(in_addr_t addr_be, in_port_t port_be) {
+    char local[32];
+    snprintf(local, sizeof local, "%08X:%04X", (unsigned)addr_be, (unsigned)ntohs(port_be));
+    int v4 = time_wait_only_in("tcp", local), v6 = time_wait_only_in("tcp6", local);
+    return v4 >= 0 && v6 >= 0 && (v4 || v6);
+}
+
+/* bind(), retried with SO_REUSEADDR when only TIME_WAIT connections hold the fixed port. */
+static int bind_pod_address(int fd, struct sockaddr *addr, socklen_t len, in_addr_t ip_be, in_port_t port_be) {
+    sock_fn real_bind = real("bind", &real_bind_p);
+    int rc = real_bind(fd, addr, len);
+    if (rc == 0 || errno != EADDRINUSE || port_be == 0 || !is_tcp(fd)) return rc;
+    int saved = errno, reuse = 0;
+    socklen_t rlen = sizeof reuse;
+    if (getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &rlen) != 0 || reuse
+        || !held_only_by_time_wait(ip_be, port_be) || set_reuse(fd) != 0) {
+        errno = saved;
+        return rc;
+    }
+    return real_bind(fd, addr, len);
 }
 
 int bind(int fd, const struct sockaddr *addr, socklen_t len) {
@@ -117,11 +172,13 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
         memcpy(&sin, addr, sizeof sin);
         int wildcard = sin.sin_addr.s_addr == htonl(INADDR_ANY);
         if (wildcard) sin.sin_addr = pod_ip;
+        int rc;
         if (in_pod_net(&sin.sin_addr)) {
             sin.sin_port = shift(sin.sin_port);
-            if (sin.sin_port) reuse_address(fd);
+            rc = bind_pod_address(fd, (struct sockaddr *)&sin, sizeof sin, sin.sin_addr.s_addr, sin.sin_port);
+        } else {
+            rc = real_bind(fd, (struct sockaddr *)&sin, sizeof sin);
         }
-        int rc = real_bind(fd, (struct sockaddr *)&sin, sizeof sin);
         if (rc == 0 && wildcard) note_bound_port(fd, AF_INET);
         return rc;
     }
@@ -135,15 +192,15 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
             set_v4mapped(&sin6.sin6_addr, &pod_ip);
             wildcard = 1;
         }
-        if (is_v4mapped(&sin6.sin6_addr)) {
-            struct in_addr v4;
-            memcpy(&v4, &sin6.sin6_addr.s6_addr[12], 4);
-            if (in_pod_net(&v4)) {
-                sin6.sin6_port = shift(sin6.sin6_port);
-                if (sin6.sin6_port) reuse_address(fd);
-            }
+        struct in_addr v4;
+        memcpy(&v4, &sin6.sin6_addr.s6_addr[12], 4);
+        int rc;
+        if (is_v4mapped(&sin6.sin6_addr) && in_pod_net(&v4)) {
+            sin6.sin6_port = shift(sin6.sin6_port);
+            rc = bind_pod_address(fd, (struct sockaddr *)&sin6, sizeof sin6, v4.s_addr, sin6.sin6_port);
+        } else {
+            rc = real_bind(fd, (struct sockaddr *)&sin6, sizeof sin6);
         }
-        int rc = real_bind(fd, (struct sockaddr *)&sin6, sizeof sin6);
         if (rc == 0 && wildcard) note_bound_port(fd, AF_INET6);
         return rc;
     }
@@ -209,4 +266,27 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
         }
     }
     return real_connect(fd, addr, len);
+}
+
+/* A listener on a pod address gets SO_REUSEADDR as it starts listening (when no other socket can
+   still bind its port): its accepted connections inherit it, so their TIME_WAITs, left when the
+   server closes first, do not keep a rerun's server (same pod address) off the port. */
+int listen(int fd, int backlog) {
+    static int (*real_listen)(int, int);
+    if (!real_listen) real_listen = (int (*)(int, int))dlsym(RTLD_NEXT, "listen");
+    shim_init();
+    if (pod_ip_set && is_tcp(fd)) {
+        int saved = errno;
+        struct sockaddr_in6 local;
+        socklen_t llen = sizeof local;
+        struct in_addr v4 = {0};
+        if (getsockname(fd, (struct sockaddr *)&local, &llen) == 0) {
+            if (local.sin6_family == AF_INET) v4 = ((struct sockaddr_in *)&local)->sin_addr;
+            else if (local.sin6_family == AF_INET6 && is_v4mapped(&local.sin6_addr))
+                memcpy(&v4, &local.sin6_addr.s6_addr[12], 4);
+            if (v4.s_addr && in_pod_net(&v4)) set_reuse(fd);
+        }
+        errno = saved;
+    }
+    return real_listen(fd, backlog);
 }

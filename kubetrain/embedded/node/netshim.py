@@ -10,9 +10,12 @@ worker fails with EADDRINUSE. This tiny ``LD_PRELOAD`` library rewrites, per pro
   the pod IP, so peers see the caller's pod IP (``getpeername``), as they would on a cluster;
 * ports below the unprivileged limit on pod addresses are shifted by a fixed offset on both sides
   (``bind`` and ``connect``), so an sshd on port 22 works for a user without root;
-* a TCP bind to a fixed port on a pod address sets ``SO_REUSEADDR``, so a rerun's server can take
-  the port while the last run's connections on it are in TIME_WAIT (`PodCIDRLease` also rotates
-  the addresses between planes).
+* a TCP listener on a pod address gets ``SO_REUSEADDR`` as it starts listening, and a fixed-port
+  bind that finds only TIME_WAIT connections on its port (``/proc/net/tcp``) is retried with it, so
+  a rerun's server can take the port while the last run's connections on it are in TIME_WAIT
+  (`PodCIDRLease` also rotates the addresses between planes). A port merely bound by a sibling
+  still refuses a second bind, as on a node: ranks racing through a port range (OpenMPI's
+  ``btl_tcp``) must lose at ``bind()``, not later at ``listen()``.
 
 The C source (``netshim.c``, package data beside this module) is compiled once per version with
 the system C compiler into a per-user cache (`preload`): that keeps the Python package pure (no

@@ -168,6 +168,32 @@ async def test_a_server_rebinds_its_fixed_port_while_the_last_connection_is_in_t
     assert p["status"]["phase"] == "Succeeded", await read_log(api, "rebind")
 
 
+SIBLINGS_ON_ONE_PORT = """
+import errno, socket
+first, second = socket.socket(), socket.socket()
+first.bind(("0.0.0.0", 1031))  # neither listens yet: OpenMPI's btl_tcp ranks binding their range
+try:
+    second.bind(("0.0.0.0", 1031))
+except OSError as err:
+    print("second bind:", errno.errorcode[err.errno])
+else:
+    print("second bind: taken")
+first.listen()
+"""
+
+
+async def test_a_second_socket_cannot_bind_a_port_a_sibling_holds_before_it_listens(
+    api: KubeAPI, agent: NodeAgent
+) -> None:
+    """Two ranks of one pod race for a port; the loser must hear EADDRINUSE from bind() and try the
+    next one. The shim once set SO_REUSEADDR on every bind, so both bound and the loser's listen()
+    failed (``listen() failed: Address already in use``, a TrainJob mpi run in CI)."""
+    await create(api, pod("siblings", container("main", SIBLINGS_ON_ONE_PORT), restartPolicy="Never"))
+    p = await wait_phase(api, "siblings", "Succeeded", "Failed")
+    assert p["status"]["phase"] == "Succeeded", await read_log(api, "siblings")
+    assert (await read_log(api, "siblings")).strip() == "second bind: EADDRINUSE"
+
+
 def test_each_agent_claims_its_own_pod_address_range(tmp_path: Path) -> None:
     first, second = PodCIDRLease.claim(tmp_path), PodCIDRLease.claim(tmp_path)
     try:
