@@ -98,7 +98,12 @@ async def get_job(api: KubeAPI, name: str, namespace: str = "default") -> JsonDi
     return await api.get_or_none(group_path("batch", "v1", "jobs", namespace, name))
 
 
-async def job_condition(api: KubeAPI, name: str, kind: str, timeout: float = 60.0) -> JsonDict:
+async def job_condition(
+    api: KubeAPI, name: str, kind: str, timeout: float = 60.0, also: tuple[str, ...] = ()
+) -> JsonDict:
+    """The Job once its `kind` condition is True; on timeout the failure tells the story of its
+    pods and of the pods `also` names."""
+
     async def check() -> JsonDict | None:
         job = await get_job(api, name)
         for cond in ((job or {}).get("status") or {}).get("conditions") or []:
@@ -106,7 +111,12 @@ async def job_condition(api: KubeAPI, name: str, kind: str, timeout: float = 60.
                 return job
         return None
 
-    result: JsonDict = await wait_for(check, timeout, f"job {name} condition {kind}")
+    try:
+        result: JsonDict = await wait_for(check, timeout, f"job {name} condition {kind}")
+    except AssertionError as err:
+        pods = [p["metadata"]["name"] for p in await job_pods(api, name)]
+        stories = [await pod_story(api, pod) for pod in (*pods, *also)]
+        raise AssertionError("\n".join([str(err), *stories])) from None
     return result
 
 

@@ -134,7 +134,8 @@ async def launch_v2beta1_style(api: KubeAPI, job: str, script: str) -> str:
         },
     }
     await create(api, launcher)
-    done = await job_condition(api, f"{job}-launcher", "Complete", timeout=90)
+    workers = tuple(f"{job}-worker-{i}" for i in range(2))
+    done = await job_condition(api, f"{job}-launcher", "Complete", timeout=90, also=workers)
     assert done["status"]["succeeded"] == 1
     (pod,) = await job_pods(api, f"{job}-launcher")
     return await read_log(api, pod["metadata"]["name"])
