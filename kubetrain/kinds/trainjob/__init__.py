@@ -6,7 +6,8 @@ installed by `kubetrain install`; the webhook validates them with upstream's rul
 (`validation.py`). A TrainJob is planned (`planner.py`): its runtime read from the context the
 runtime layer lists (`ObserveHints.context`), `info.py` and the ML policy plugins (`torch.py`,
 `jax.py`, `xgboost.py`, `mpi.py`) make the JobSet it owns (`jobset.py`), whose status becomes the
-TrainJob's, and the MPI plugin's SSH Secret and hostfile ConfigMap. The runtimes have no planner:
+TrainJob's, and the MPI plugin's SSH Secret and hostfile ConfigMap; the pod group plugins
+(`podgroup.py`) its coscheduling or Volcano PodGroup. The runtimes have no planner:
 a TrainJob's planner reads them, nothing reconciles them.
 """
 
@@ -19,6 +20,7 @@ from kubetrain.kinds.trainjob.planner import (
     JOBSET_CHILD,
     JOBSET_NAME_LABEL,
     MPI_CHILDREN,
+    POD_GROUP_CHILDREN,
     TRAINING_RUNTIME_CONTEXT,
     plan,
 )
@@ -39,7 +41,7 @@ TRAINJOB_REGISTRATION = KindRegistration(
     versions=(TRAINJOB_INFO,),
     planner=plan,
     parse=parser(TRAINJOB_INFO),
-    children=(JOBSET_CHILD, *MPI_CHILDREN),
+    children=(JOBSET_CHILD, *MPI_CHILDREN, *POD_GROUP_CHILDREN),
     observe=ObserveHints(
         namesakes=True,
         replica_specs_map=False,

@@ -28,9 +28,20 @@ class PodSet:
     volume mounts."""
     volumes: list[JsonDict] = field(default_factory=list)
     """A copy of the pod template's volumes; the MPI plugin adds its Secret and ConfigMap."""
+    init_containers: list[JsonDict] = field(default_factory=list)
+    """Copies of the pod template's init containers (torch's envInjection may target one)."""
 
     def container(self, name: str) -> JsonDict | None:
         return next((c for c in self.containers if c.get("name") == name), None)
+
+    def any_container(self, name: str) -> JsonDict | None:
+        """upstream `FindContainerByPodSetName`: a container, else an init container, so named."""
+        found = self.container(name)
+        return (
+            found
+            if found is not None
+            else next((c for c in self.init_containers if c.get("name") == name), None)
+        )
 
 
 @dataclass
@@ -40,7 +51,12 @@ class Info:
     ml_policy: JsonDict | None
     labels: dict[str, str] | None
     annotations: dict[str, str] | None
+    pod_group_policy: JsonDict | None = None
+    """The runtime's `podGroupPolicy` (coscheduling or volcano), read by `podgroup.py`."""
     pod_sets: list[PodSet] = field(default_factory=list)
+    pod_labels: dict[str, str] = field(default_factory=dict)
+    pod_annotations: dict[str, str] = field(default_factory=dict)
+    """upstream `Info.Scheduler`: what the pod group plugins put on every pod template."""
 
     def pod_set_by_ancestor(self, ancestor: str) -> PodSet | None:
         return next((ps for ps in self.pod_sets if ps.ancestor == ancestor), None)
@@ -89,7 +105,8 @@ def new_info(trainjob: JsonDict, runtime: JsonDict) -> Info:
                 if isinstance(rjob, dict) and rjob.get("name") == rpatch.get("name"):
                     rjob["template"] = strategic_merge(as_dict(rjob.get("template")), rpatch["template"])
     ml_policy = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else None
-    info = Info(spec=spec, ml_policy=ml_policy, labels=labels, annotations=annotations)
+    pod_group_policy = rspec.get("podGroupPolicy") if isinstance(rspec.get("podGroupPolicy"), dict) else None
+    info = Info(spec, ml_policy, labels, annotations, pod_group_policy)
     for rjob in as_list(spec.get("replicatedJobs")):
         rjob = as_dict(rjob)
         jtemplate = as_dict(rjob.get("template"))
@@ -105,7 +122,9 @@ def new_info(trainjob: JsonDict, runtime: JsonDict) -> Info:
         pod_spec = as_dict(as_dict(jspec.get("template")).get("spec"))
         containers = [copy.deepcopy(as_dict(c)) for c in as_list(pod_spec.get("containers"))]
         volumes = [copy.deepcopy(as_dict(v)) for v in as_list(pod_spec.get("volumes"))]
-        info.pod_sets.append(PodSet(str(rjob.get("name") or ""), ancestor, count, containers, volumes))
+        inits = [copy.deepcopy(as_dict(c)) for c in as_list(pod_spec.get("initContainers"))]
+        count = max(count, 1)  # upstream `WithPodSet`: a pod set has at least one pod
+        info.pod_sets.append(PodSet(str(rjob.get("name") or ""), ancestor, count, containers, volumes, inits))
     return info
 
 

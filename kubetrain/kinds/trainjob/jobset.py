@@ -5,8 +5,9 @@ The JobSet has the TrainJob's name and namespace, the runtime template's labels 
 its replicated jobs with each pod set's count as parallelism and completions, the pod sets' edits
 (volumes; containers' image, command, env, ports, volume mounts), the initializers' storage env,
 the trainer's image, command and args on the trainer job's `node` container, its env and
-resourcesPerNode there and (MPI's `runLauncherAsNode`) on the `node` job's, `suspend` from the
-TrainJob, and the TrainJob as its controller owner. `endpoints` is the plugin's pod network: the
+resourcesPerNode there and (MPI's `runLauncherAsNode`) on the `node` job's, the pod group
+plugins' label or annotation on every pod template, `suspend` from the TrainJob, and the TrainJob
+as its controller owner. `endpoints` is the plugin's pod network: the
 pods' DNS names, which the MPI hostfile lists.
 """
 
@@ -84,9 +85,25 @@ def endpoints(info: Info, trainjob: JsonDict) -> list[list[str]]:
     return out
 
 
+def _apply_containers(targets: list[Any], edits: list[JsonDict]) -> None:
+    """Each edited container's command and image (when set), env, ports and volume mounts onto
+    the template's container at the same index."""
+    for cindex, container in enumerate(edits):
+        if cindex >= len(targets) or not isinstance(targets[cindex], dict):
+            continue
+        target = targets[cindex]
+        if as_list(container.get("command")):
+            target["command"] = copy.deepcopy(container["command"])
+        if container.get("image"):
+            target["image"] = container["image"]
+        upsert_all(target, "env", as_list(container.get("env")), "name")
+        upsert_all(target, "ports", as_list(container.get("ports")), "containerPort")
+        upsert_all(target, "volumeMounts", as_list(container.get("volumeMounts")), "mountPath")
+
+
 def _apply_pod_sets(info: Info, spec: JsonDict) -> None:
-    """`Build`'s loop: counts, the pod set's volumes, then each pod set container's command,
-    image, env, ports and volume mounts."""
+    """`Build`'s loop: counts, the pod set's volumes, then each pod set container's and init
+    container's command, image, env, ports and volume mounts."""
     rjobs = as_list(spec.get("replicatedJobs"))
     for index, ps in enumerate(info.pod_sets):
         if index >= len(rjobs) or not isinstance(rjobs[index], dict):
@@ -94,19 +111,10 @@ def _apply_pod_sets(info: Info, spec: JsonDict) -> None:
         job_spec = _job_spec(rjobs[index])
         job_spec["parallelism"] = ps.count
         job_spec["completions"] = ps.count
-        upsert_all(_pod_spec(rjobs[index]), "volumes", ps.volumes, "name")
-        containers = as_list(_pod_spec(rjobs[index]).get("containers"))
-        for cindex, container in enumerate(ps.containers):
-            if cindex >= len(containers) or not isinstance(containers[cindex], dict):
-                continue
-            target = containers[cindex]
-            if as_list(container.get("command")):
-                target["command"] = copy.deepcopy(container["command"])
-            if container.get("image"):
-                target["image"] = container["image"]
-            upsert_all(target, "env", as_list(container.get("env")), "name")
-            upsert_all(target, "ports", as_list(container.get("ports")), "containerPort")
-            upsert_all(target, "volumeMounts", as_list(container.get("volumeMounts")), "mountPath")
+        pod_spec = _pod_spec(rjobs[index])
+        upsert_all(pod_spec, "volumes", ps.volumes, "name")
+        _apply_containers(as_list(pod_spec.get("containers")), ps.containers)
+        _apply_containers(as_list(pod_spec.get("initContainers")), ps.init_containers)
 
 
 def _initializers(spec: JsonDict, trainjob: JsonDict) -> None:
@@ -198,6 +206,7 @@ def build(info: Info, trainjob: JsonDict, owner: JsonDict) -> JsonDict:
     _apply_pod_sets(info, spec)
     _initializers(spec, trainjob)
     _trainer(info, spec, trainjob)
+    _scheduler_metadata(info, spec)
     _carry_workdir(spec, metadata)
     suspend = as_dict(trainjob.get("spec")).get("suspend")
     if suspend is not None:
@@ -211,6 +220,20 @@ def build(info: Info, trainjob: JsonDict, owner: JsonDict) -> JsonDict:
         jmeta["annotations"] = dict(info.annotations)
     jmeta["ownerReferences"] = [dict(owner)]
     return {"apiVersion": JOBSET_API_VERSION, "kind": JOBSET_KIND, "metadata": jmeta, "spec": spec}
+
+
+def _scheduler_metadata(info: Info, spec: JsonDict) -> None:
+    """`Builder.PodLabels`/`PodAnnotations`: the pod group plugins' label and annotation on every
+    replicated job's pod template, over any the template has under the same key."""
+    if not info.pod_labels and not info.pod_annotations:
+        return
+    for rjob in as_list(spec.get("replicatedJobs")):
+        if not isinstance(rjob, dict):
+            continue
+        pod_meta = _child(_child(_job_spec(rjob), "template"), "metadata")
+        for key, values in (("labels", info.pod_labels), ("annotations", info.pod_annotations)):
+            if values:
+                _child(pod_meta, key).update(values)
 
 
 def _carry_workdir(spec: JsonDict, metadata: JsonDict) -> None:

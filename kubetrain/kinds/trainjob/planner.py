@@ -16,10 +16,13 @@
                                             past, else a requeue at the deadline
 
 The ML policy plugins run between the runtime and the JobSet, each acting only when the runtime's
-mlPolicy names it: torch (`torch.py`), jax (`jax.py`), xgboost (`xgboost.py`) and mpi (`mpi.py`,
-whose SSH Secret and hostfile ConfigMap are created before the JobSet, the ConfigMap kept in line
-on every pass as upstream re-applies it); a runtime with another policy (flux) gets the JobSet
-plugin's part only, and a Warning saying so.
+mlPolicy names it: plainml (`plainml.py`, when it names none of torch, mpi and jax), torch
+(`torch.py`), jax (`jax.py`), xgboost (`xgboost.py`) and mpi (`mpi.py`, whose SSH Secret and
+hostfile ConfigMap are created before the JobSet, the ConfigMap kept in line on every pass as
+upstream re-applies it); a runtime with another policy (flux) gets the JobSet plugin's part only,
+and a Warning saying so. Then the pod group plugins (`podgroup.py`) when the runtime's
+podGroupPolicy names coscheduling or volcano: their label or annotation on the pods, and the
+PodGroup, created before the JobSet.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from kubetrain.controller.job import JobKind, run_job
 from kubetrain.controller.owned import SECRET, data_differ
 from kubetrain.controller.plan import CreateObject, Observed, Plan
 from kubetrain.kinds.mpijob.ssh import KeyGen, generate_key_pair
-from kubetrain.kinds.trainjob import jax, mpi, torch, xgboost
+from kubetrain.kinds.trainjob import jax, mpi, plainml, podgroup, torch, xgboost
 from kubetrain.kinds.trainjob import jobset as jobset_plugin
 from kubetrain.kinds.trainjob.apply import as_dict
 from kubetrain.kinds.trainjob.conditions import find, is_true, remove, set_status_condition
@@ -84,6 +87,15 @@ MPI_CHILDREN = (
 )
 """The MPI plugin's hostfile ConfigMap and SSH Secret (the Secret cache selects on the label
 `mpi.ssh_auth_secret` adds, as MPIJob's does)."""
+POD_GROUP_CHILDREN = tuple(
+    ChildType(api_version, podgroup.POD_GROUP, "podgroups", None)
+    for api_version in (podgroup.COSCHEDULING_API_VERSION, podgroup.VOLCANO_API_VERSION)
+)
+"""The coscheduling and volcano plugins' PodGroups (each watched when its CRD is served)."""
+POD_GROUP_CRD_MISSING_HINT = (
+    " (install the scheduler's PodGroup CRD, then restart the operator: it watches PodGroups only if"
+    " their CRD is served when it starts)"
+)
 MESSAGE_DEADLINE_EXCEEDED = "TrainJob exceeded its active deadline"
 MESSAGE_MAX = 950
 """Upstream's event message keeps the first 950 characters of the error."""
@@ -220,18 +232,23 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
             _creation_failed(ctx, problem)
             return
         info = new_info(ctx.job.raw, runtime)
-        torch.enforce(info, ctx.job.raw)
+        plainml.enforce(info, ctx.job.raw)
+        problem = torch.enforce(info, ctx.job.raw)
         jax.enforce(info, ctx.job.raw)
         xgboost.enforce(info, ctx.job.raw)
-        mpi_policy, problem = mpi.enforce(info, ctx.job.raw)
+        mpi_policy, mpi_problem = mpi.enforce(info, ctx.job.raw)
+        problem = problem or mpi_problem
         if problem:
             _creation_failed(ctx, problem)
+            return
+        podgroup.enforce(info, ctx.job.raw)
+        desired = jobset_plugin.build(info, ctx.job.raw, ctx.owner())
+        if not self._pod_groups(ctx, info, desired):
             return
         if mpi_policy is not None:
             self._mpi_objects(ctx, info, mpi_policy)
             if ctx.owned.blocked:
                 return
-        desired = jobset_plugin.build(info, ctx.job.raw, ctx.owner())
         current = ctx.owned.get(JOBSET, ctx.job.name)
         if current is None:
             _warn_unimplemented_policies(ctx, info)
@@ -240,6 +257,27 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
             ctx.owned.ensure(desired, _suspend_differ)
         else:
             ctx.owned.controlled(current)  # running: left as it is (upstream builds nothing)
+
+    def _pod_groups(self, ctx: Ctx, info: Info, jobset: JsonDict) -> bool:
+        """The pod group plugins' `Build`: each PodGroup created when absent, and brought in line
+        only while the TrainJob is suspended. False when the pass must stop here: a PodGroup kind
+        the API server does not serve (upstream's error, and nothing built) or a namesake that is
+        not the TrainJob's."""
+        wanted = podgroup.build(info, ctx.job.raw, jobset, ctx.owner())
+        for group in wanted:
+            api_version = group["apiVersion"]
+            if f"{api_version}/{podgroup.POD_GROUP}" not in ctx.observed.others:
+                problem = f'no matches for kind "{podgroup.POD_GROUP}" in version "{api_version}"'
+                _creation_failed(ctx, problem + POD_GROUP_CRD_MISSING_HINT)
+                return False
+        suspended = ctx.job.spec.get("suspend") is True
+        for group in wanted:
+            current = ctx.owned.get((group["apiVersion"], podgroup.POD_GROUP), ctx.job.name)
+            if current is None or suspended:
+                ctx.owned.ensure(group, podgroup.spec_differ)
+            else:
+                ctx.owned.controlled(current)
+        return not ctx.owned.blocked
 
     def _mpi_objects(self, ctx: Ctx, info: Info, policy: mpi.MPIPolicy) -> None:
         """The MPI plugin's `Build`: the SSH Secret when absent (immutable, so one of ours is kept

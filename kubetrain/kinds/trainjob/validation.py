@@ -49,6 +49,7 @@ from kubetrain.kinds.trainjob.constants import (
     VOLUME_NAME_INITIALIZER,
     XGBOOST_RESERVED_ENVS,
 )
+from kubetrain.kinds.trainjob.torch import missing_target
 
 JsonDict = dict[str, Any]
 
@@ -248,10 +249,7 @@ def _torch(trainer: Any, torch: JsonDict, runtime: JsonDict) -> list[FieldError]
         containers, init = pod_sets.get(job, ([], []))
         for name in _list(_dict(target).get("containerNames")):
             if name not in containers and name not in init:
-                detail = (
-                    f'envInjection target podSet "{job}" container "{name}" not found in runtime template'
-                )
-                errs.append(invalid("spec.runtimeRef", target, detail))
+                errs.append(invalid("spec.runtimeRef", target, missing_target(job, str(name))))
     if isinstance(trainer, dict):
         errs.extend(_reserved(trainer, TORCHRUN_RESERVED_ENVS))
     return errs

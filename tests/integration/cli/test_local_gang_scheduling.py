@@ -1,8 +1,9 @@
 """The local plane gang schedules as a cluster with Volcano or scheduler-plugins does (issue #15).
 
-A job whose pods name `scheduler-plugins-scheduler` or `volcano` gets that scheduler's PodGroup
-from the plane's operator, and the plane's binder holds the gang until `minMember` pods can be
-placed together, saying why in that scheduler's words on the pods (and on a Volcano PodGroup).
+A job whose pods name `scheduler-plugins-scheduler` or `volcano` (or a TrainJob whose runtime has
+a `podGroupPolicy`) gets that scheduler's PodGroup from the plane's operator, and the plane's
+binder holds the gang until `minMember` pods can be placed together, saying why in that
+scheduler's words on the pods (and on a Volcano PodGroup).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from cli_plane import PlaneThread, pytorchjob
 
 import kubetrain
 from kubetrain.kube.client import KubeAPI, core_path, group_path
+from kubetrain.kube.quantity import parse_quantity
 
 JsonDict = dict[str, Any]
 PLUGINS = ("scheduling.x-k8s.io", "v1alpha1")
@@ -189,3 +191,116 @@ def test_a_declared_gang_scheduler_gangs_jobs_whose_pods_name_none(
         pods = until("both pods told why", lambda: told_why(client, "declared-short", short))
         assert {p["spec"]["schedulerName"] for p in pods} == {"scheduler-plugins-scheduler"}
         client.delete("pytorchjob", "declared-short")
+
+
+def gang_runtime(name: str, policy: JsonDict) -> JsonDict:
+    """A namespaced TrainingRuntime of one trainer job whose `node` pods print and exit, gang
+    scheduled by `policy` (the runtime's podGroupPolicy, as Trainer v2 has it)."""
+    node = {
+        "name": "node",
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "node",
+                                "image": "python:3.11",
+                                "command": ["python", "-c", "print('node ran')"],
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+    }
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "mlPolicy": {"numNodes": 1},
+            "podGroupPolicy": policy,
+            "template": {"spec": {"replicatedJobs": [node]}},
+        },
+    }
+
+
+def gang_trainjob(name: str, runtime: str, nodes: int, cpu: str | None = None) -> JsonDict:
+    trainer: JsonDict = {"numNodes": nodes}
+    if cpu is not None:
+        trainer["resourcesPerNode"] = {"requests": {"cpu": cpu}}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": runtime},
+            "trainer": trainer,
+        },
+    }
+
+
+def node_millicpu(plane: PlaneThread) -> int:
+    (node,) = read(plane, core_path("nodes"))["items"]
+    cpu = str(node["status"]["allocatable"]["cpu"])
+    return int(cpu[:-1]) if cpu.endswith("m") else int(cpu) * 1000
+
+
+def test_a_trainjobs_coscheduling_gang_that_cannot_all_fit_holds_every_pod_and_says_why(
+    plane: PlaneThread, client: kubetrain.Client
+) -> None:
+    """3 nodes of 40% of the machine each: 2 would fit, so without the gang 2 would start and hold
+    their CPUs while the third waits; with the runtime's coscheduling policy none is bound, each
+    saying so, under the PodGroup upstream's plugin builds (minMember 3, minResources 3 x 40%)."""
+    share = node_millicpu(plane) * 2 // 5
+    client.create(gang_runtime("gang-cosched", {"coscheduling": {"scheduleTimeoutSeconds": 30}}))
+    client.create(gang_trainjob("tj-gang", "gang-cosched", nodes=3, cpu=f"{share}m"))
+    group = until("the PodGroup", lambda: read(plane, group_path(*PLUGINS, "podgroups", "default"))["items"])
+    assert [(g["metadata"]["name"], g["metadata"]["ownerReferences"][0]["kind"]) for g in group] == [
+        ("tj-gang", "TrainJob")
+    ]
+    spec = group[0]["spec"]
+    assert (spec["minMember"], spec["scheduleTimeoutSeconds"]) == (3, 30)
+    assert parse_quantity(spec["minResources"]["cpu"]) == parse_quantity(f"{3 * share}m")
+    ending = "(gang of 3: 2 of the 3 needed pods fit)"
+
+    def all_told() -> list[JsonDict]:
+        pods = client.pods("trainjob", "tj-gang")
+        messages = [scheduling_messages([p]) for p in pods]
+        return pods if len(pods) == 3 and all(any(m.endswith(ending) for m in ms) for ms in messages) else []
+
+    pods = until("every pod told why", all_told)
+    assert all(not p["spec"].get("nodeName") for p in pods)
+    assert {p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] for p in pods} == {"tj-gang"}
+    client.delete("trainjob", "tj-gang")
+    client.delete("trainingruntime", "gang-cosched")
+
+
+def test_a_trainjobs_volcano_gang_that_fits_runs_to_complete(
+    plane: PlaneThread, client: kubetrain.Client
+) -> None:
+    runtime = gang_runtime("gang-volcano", {"volcano": {}})
+    runtime["spec"]["template"]["metadata"] = {
+        "annotations": {"scheduling.volcano.sh/queue-name": "research"}
+    }
+    pod_spec = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
+        "spec"
+    ]
+    pod_spec["schedulerName"] = "volcano"
+    client.create(runtime)
+    client.create(gang_trainjob("tj-volcano", "gang-volcano", nodes=2))
+    job = client.wait("trainjob", "tj-volcano", timeout=90)
+    assert any(c["type"] == "Complete" and c["status"] == "True" for c in job["status"]["conditions"])
+    group = read(plane, group_path(*VOLCANO, "podgroups", "default", "tj-volcano"))
+    assert (group["spec"]["minMember"], group["spec"]["queue"], group["status"]["phase"]) == (
+        2,
+        "research",
+        "Running",
+    )
+    pods = client.pods("trainjob", "tj-volcano")
+    assert len(pods) == 2
+    assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] for p in pods} == {"tj-volcano"}
+    client.delete("trainjob", "tj-volcano")
+    client.delete("trainingruntime", "gang-volcano")

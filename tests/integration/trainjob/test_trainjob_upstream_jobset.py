@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
+from kubetrain.embedded.podgroups import podgroup_crds
 from tests.integration.jobset.test_local_plane import kubectl
 from tests.integration.jobset.upstream_plane import OPT_IN, UpstreamJobSetPlane, upstream_plane, wanted
 from tests.integration.operator_process.procs import OperatorProc, run_cli
@@ -46,9 +48,15 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """Upstream's JobSet plane plus kubetrain's operator (Trainer CRDs installed by it)."""
+    """Upstream's JobSet plane plus kubetrain's operator (Trainer CRDs installed by it), with the
+    scheduler-plugins and Volcano PodGroup CRDs installed first (as those schedulers' installs do),
+    so the operator watches PodGroups."""
     directory = tmp_path_factory.mktemp("trainjob-upstream-jobset")
     with upstream_plane(directory) as plane:
+        crds = directory / "podgroup-crds.yaml"
+        crds.write_text(yaml.safe_dump_all(podgroup_crds()), encoding="utf-8")
+        code, out = asyncio.run(kubectl(plane.kubeconfig, "apply", "-f", str(crds)))
+        assert code == 0, out
         operator = OperatorProc(
             plane.kubeconfig,
             directory / "operator.log",
@@ -137,3 +145,90 @@ async def test_example_trainjob_completes_with_upstreams_jobset_controller(
             assert logs.count(text) == times, (text, logs)
     finally:
         await run_cli("delete", "-f", str(example), "--kubeconfig", str(kubeconfig))
+
+
+GANG_RUNTIME = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: gang, namespace: default}
+spec:
+  mlPolicy: {numNodes: 1}
+  podGroupPolicy:
+    coscheduling: {scheduleTimeoutSeconds: 45}
+    volcano: {networkTopology: {mode: soft}}
+  template:
+    metadata: {annotations: {scheduling.volcano.sh/queue-name: research}}
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+          spec:
+            template:
+              spec:
+                containers:
+                - {name: node, image: python:3.11, command: [python, -c, "print('gang member ran')"]}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tj-gang, namespace: default}
+spec:
+  runtimeRef: {apiGroup: trainer.kubeflow.org, kind: TrainingRuntime, name: gang}
+  trainer:
+    numNodes: 2
+    resourcesPerNode: {requests: {cpu: 100m, memory: 64Mi}}
+"""
+
+
+async def test_a_gang_runtimes_pod_groups_are_accepted_by_the_real_api_server_and_collected_with_the_trainjob(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Both pod group plugins at once (upstream runs both when a policy has both): the real API
+    server stores each PodGroup as built, upstream's JobSet controller carries the label and the
+    annotation onto the pods, the real kube-scheduler (no gang plugin) runs them, the TrainJob
+    completes, and the real garbage collector deletes both PodGroups with the TrainJob (the owner
+    reference is valid)."""
+    kubeconfig = cluster.plane.kubeconfig
+    manifest = tmp_path / "gang.yaml"
+    manifest.write_text(GANG_RUNTIME, encoding="utf-8")
+    done = await run_cli("apply", "-f", str(manifest), "--kubeconfig", str(kubeconfig))
+    assert done.returncode == 0, done.stdout + done.stderr
+    kinds = ("podgroups.scheduling.x-k8s.io", "podgroups.scheduling.volcano.sh")
+    try:
+        status = await wait_for(
+            lambda: trainjob_status(kubeconfig, "tj-gang"), FINISH_TIMEOUT, "tj-gang", interval=1.0
+        )
+        assert [c["reason"] for c in status["conditions"] if c["type"] == "Complete"] == ["AllJobsCompleted"]
+        specs = {}
+        for kind in kinds:
+            code, out = await kubectl(kubeconfig, "get", kind, "tj-gang", "-o", "json")
+            assert code == 0, out
+            group = json.loads(out)
+            owner = group["metadata"]["ownerReferences"][0]
+            assert (owner["kind"], owner["name"], owner["controller"]) == ("TrainJob", "tj-gang", True)
+            specs[kind] = group["spec"]
+        resources = {"cpu": "200m", "memory": "128Mi"}
+        assert specs[kinds[0]] == {"minMember": 2, "minResources": resources, "scheduleTimeoutSeconds": 45}
+        assert specs[kinds[1]] == {
+            "minMember": 2,
+            "minResources": resources,
+            "queue": "research",
+            "networkTopology": {"mode": "soft", "highestTierAllowed": 1},
+        }
+        code, out = await kubectl(
+            kubeconfig, "get", "pods", "-l", "scheduling.x-k8s.io/pod-group=tj-gang", "-o", "json"
+        )
+        pods = json.loads(out)["items"]
+        assert code == 0 and len(pods) == 2, out
+        assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] for p in pods} == {"tj-gang"}
+    finally:
+        await run_cli("delete", "-f", str(manifest), "--kubeconfig", str(kubeconfig))
+
+    async def collected() -> bool:
+        for kind in kinds:
+            code, out = await kubectl(kubeconfig, "get", kind, "-o", "name")
+            if code != 0 or out.strip():
+                return False
+        return True
+
+    await wait_for(collected, 60, "the PodGroups collected with their TrainJob")

@@ -78,17 +78,19 @@ def _verbs(role: dict, group: str, plural: str) -> set[str]:
 
 
 def test_the_committed_rbac_grants_a_trainjobs_jobsets_and_runtimes() -> None:
-    """The hand-written rule covers the TrainJob planner's JobSets (deleted past the deadline) and
-    the MPI plugin's ConfigMaps and Secrets (never deleted: garbage collected with the TrainJob;
-    ConfigMaps read through the cache only, a Secret read by name when its create finds a
-    namesake); its context kinds (the runtimes) are read through the generated rules."""
+    """The hand-written rule covers the TrainJob planner's JobSets (deleted past the deadline),
+    the MPI plugin's ConfigMaps and Secrets and the pod group plugins' PodGroups of both groups
+    (never deleted: garbage collected with the TrainJob; ConfigMaps and PodGroups read through the
+    cache only, a Secret read by name when its create finds a namesake); its context kinds (the
+    runtimes) are read through the generated rules."""
     trainjob = BY_KIND["TrainJob"]
     needs = {
         "jobsets": {"get", "list", "watch", "create", "patch", "delete"},
         "configmaps": {"list", "watch", "create", "patch"},
         "secrets": {"get", "list", "watch", "create", "patch"},
+        "podgroups": {"list", "watch", "create", "patch"},
     }
-    assert sorted(c.plural for c in trainjob.children) == sorted(needs)
+    assert {c.plural for c in trainjob.children} == set(needs)
     for target in rbac.TARGETS:
         role = yaml.safe_load((MANIFESTS / target.path).read_text(encoding="utf-8"))
         if target.scope(trainjob.info):  # the roles that grant the TrainJob's children

@@ -48,6 +48,8 @@ def test_trainjobs_are_reconciled_and_the_runtimes_only_read() -> None:
         ("jobset.x-k8s.io/v1alpha2/JobSet", None),
         ("v1/ConfigMap", None),  # the MPI plugin's hostfile
         ("v1/Secret", "training.kubeflow.org/operator-name"),  # its SSH keys, labelled so
+        ("scheduling.x-k8s.io/v1alpha1/PodGroup", None),  # the coscheduling plugin's
+        ("scheduling.volcano.sh/v1beta1/PodGroup", None),  # the volcano plugin's
     ]
     assert [c.kind for c in trainjob.observe.context] == ["TrainingRuntime", "ClusterTrainingRuntime"]
     for reg in REGISTRATIONS:

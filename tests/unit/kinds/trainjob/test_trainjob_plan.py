@@ -13,6 +13,7 @@ import pytest
 from kubetrain.controller.config import ControllerConfig
 from kubetrain.controller.plan import CreateObject, DeleteObject, Observed, PatchObject, Plan
 from kubetrain.kinds import registry
+from kubetrain.kinds.trainjob.info import new_info
 from kubetrain.kinds.trainjob.torch import num_proc_per_node
 from tests.trainer_runtimes import shipped_runtime
 
@@ -74,7 +75,9 @@ def node_container(jobset: JsonDict) -> JsonDict:
     return rjob["template"]["spec"]["template"]["spec"]["containers"][0]
 
 
-def torch_env(nodes: int, procs: str = "auto") -> list[JsonDict]:
+def torch_env(nodes: int, procs: str = "1") -> list[JsonDict]:
+    """torchrun's env on a TrainJob `tj` of `nodes` (v2.3.0: "auto" without a GPU per node is the
+    CPUs per node, at least 1, so a runtime and trainer that set no resources get "1")."""
     return [
         {"name": "PET_NNODES", "value": str(nodes)},
         {"name": "PET_NPROC_PER_NODE", "value": procs},
@@ -191,30 +194,63 @@ def test_the_trainers_fields_are_merged_into_the_node_container() -> None:
     ]
 
 
+GPU = {"limits": {"nvidia.com/gpu": "1"}}
+
+
 @pytest.mark.parametrize(
-    ("policy", "trainer", "want"),
+    ("runtime_resources", "trainer", "want"),
     [
-        ({}, {}, "auto"),
-        ({"numProcPerNode": 4}, {}, 4),
-        ({"numProcPerNode": 4}, {"numProcPerNode": 2}, 2),
-        ({}, {"resourcesPerNode": {"limits": {"cpu": "2500m"}}}, 3),  # Value() rounds up
-        # A GPU limit: not the CPU count, so upstream reads the requests; absent requests mean 1.
-        ({}, {"resourcesPerNode": {"limits": {"nvidia.com/gpu": "1", "cpu": "4"}}}, 1),
-        (
-            {},
-            {"resourcesPerNode": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}},
-            "auto",
+        pytest.param(None, {}, 1, id="no-resources-one-process"),
+        pytest.param(None, {"numProcPerNode": 4}, 4, id="the-trainjobs-number"),
+        pytest.param(
+            None,
+            {"numProcPerNode": 4, "resourcesPerNode": {"limits": {"cpu": "8"}}},
+            4,
+            id="a-number-is-kept",
         ),
-        ({}, {"resourcesPerNode": {"requests": {"memory": "1Gi"}}}, 1),  # no limits: 1, requests: cpu 0 -> 1
-        ({}, {"resourcesPerNode": {}}, 1),
-        ({}, {"numProcPerNode": "cpu", "resourcesPerNode": {"requests": {"cpu": "2"}}}, 2),
-        ({}, {"numProcPerNode": "cpu", "resourcesPerNode": {"limits": {"memory": "1Gi"}}}, 1),
-        ({}, {"numProcPerNode": 5, "resourcesPerNode": {"limits": {"cpu": "2"}}}, 1),  # the same rule
-        ({}, {"numProcPerNode": 5, "resourcesPerNode": {"limits": {}, "requests": {"cpu": "2"}}}, 5),
+        pytest.param(None, {"resourcesPerNode": {"limits": {"cpu": "2500m"}}}, 3, id="value-rounds-up"),
+        pytest.param(
+            None,
+            {"resourcesPerNode": {"requests": {"cpu": "2"}, "limits": {"cpu": "6"}}},
+            2,
+            id="requests-first",
+        ),
+        pytest.param(
+            None,
+            {"resourcesPerNode": {"requests": {"cpu": "0"}, "limits": {"cpu": "6"}}},
+            6,
+            id="zero-requests",
+        ),
+        pytest.param(
+            None, {"resourcesPerNode": {"requests": {"memory": "1Gi"}}}, 1, id="no-cpu-at-least-one"
+        ),
+        pytest.param(None, {"resourcesPerNode": GPU}, "auto", id="a-gpu-leaves-auto-to-torchrun"),
+        pytest.param(
+            None,
+            {"resourcesPerNode": {"limits": {"NVIDIA.COM/GPU": "2", "cpu": "4"}}},
+            "auto",
+            id="any-gpu-name",
+        ),
+        pytest.param({"limits": {"cpu": "5"}}, {}, 5, id="the-runtimes-resources"),
+        pytest.param(GPU, {}, "auto", id="the-runtimes-gpu"),
+        pytest.param(
+            GPU,
+            {"resourcesPerNode": {"limits": {"cpu": "2"}}},
+            2,
+            id="the-trainjobs-resources-replace-the-runtimes",
+        ),
+        pytest.param({"limits": {"cpu": "5"}}, None, 5, id="without-a-trainer"),
     ],
 )
-def test_num_proc_per_node_as_upstream_calculates_it(policy: JsonDict, trainer: JsonDict, want: Any) -> None:
-    assert num_proc_per_node(policy, trainer) == want
+def test_num_proc_per_node_as_upstream_v2_3_resolves_it(
+    runtime_resources: JsonDict | None, trainer: JsonDict | None, want: Any
+) -> None:
+    runtime = torch_distributed()
+    node = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    if runtime_resources is not None:
+        node["containers"][0]["resources"] = runtime_resources
+    info = new_info(trainjob(**({} if trainer is None else {"trainer": trainer})), runtime)
+    assert num_proc_per_node(info, trainer) == want
 
 
 def test_a_namespaced_runtime_is_found_in_the_jobs_namespace_only() -> None:
@@ -443,3 +479,58 @@ def test_an_ml_policy_kubetrain_lacks_is_said_once_when_the_jobset_is_created() 
     assert not [e for e in again.events if e.reason == "MLPolicyNotImplemented"], again.events
     torch_plan = plan(trainjob(trainer={"numNodes": 2}))
     assert not [e for e in torch_plan.events if e.reason == "MLPolicyNotImplemented"], torch_plan.events
+
+
+@pytest.mark.parametrize(
+    "ml_policy",
+    [
+        pytest.param(None, id="no-ml-policy"),
+        pytest.param({"numNodes": 1}, id="num-nodes-only"),
+        pytest.param({"numNodes": 1, "flux": {}}, id="flux"),
+    ],
+)
+def test_on_a_plain_runtime_the_trainjobs_num_nodes_count_as_upstreams_plainml_plugin_has_it(
+    ml_policy: JsonDict | None,
+) -> None:
+    runtime = torch_distributed()
+    if ml_policy is None:
+        del runtime["spec"]["mlPolicy"]
+    else:
+        runtime["spec"]["mlPolicy"] = ml_policy
+    jobset = created_jobset(plan(trainjob(trainer={"numNodes": 3}), runtimes=(runtime,)))
+    job_spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
+    assert (job_spec["parallelism"], job_spec["completions"]) == (3, 3)
+    assert "env" not in job_spec["template"]["spec"]["containers"][0]  # no torchrun env either
+
+
+def test_env_injection_gives_torchruns_env_to_the_targeted_init_and_sidecar_containers() -> None:
+    runtime = torch_distributed()
+    runtime["spec"]["mlPolicy"]["torch"] = {
+        "envInjection": {"targets": [{"jobName": "node", "containerNames": ["preflight", "sidecar"]}]}
+    }
+    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["initContainers"] = [
+        {"name": "preflight", "image": "busybox", "env": [{"name": "KEEP", "value": "1"}]}
+    ]
+    pod["containers"].append({"name": "sidecar", "image": "busybox"})
+    # torchtune: the main container gets no master address, the injected containers still do
+    job = trainjob(trainer={"numNodes": 2, "command": ["tune", "run"]})
+    spec = created_jobset(plan(job, runtimes=(runtime,)))["spec"]["replicatedJobs"][0]["template"]["spec"]
+    pod = spec["template"]["spec"]
+    assert pod["initContainers"][0]["env"] == [{"name": "KEEP", "value": "1"}, *torch_env(2)]
+    assert pod["containers"][1]["env"] == torch_env(2)
+    assert pod["containers"][0]["env"] == torch_env(2)[:3]
+    assert pod["containers"][0]["ports"] == [{"containerPort": 29500}]
+
+
+def test_an_env_injection_target_the_runtime_lacks_builds_nothing_with_upstreams_error() -> None:
+    runtime = torch_distributed()
+    runtime["spec"]["mlPolicy"]["torch"] = {
+        "envInjection": {"targets": [{"jobName": "node", "containerNames": ["gone"]}]}
+    }
+    p = plan(trainjob(trainer={"numNodes": 2}), runtimes=(runtime,))
+    assert p.actions == [] and p.retry
+    assert p.events[0].message == (
+        "TrainJob resources reconciliation failed: "
+        'envInjection target podSet "node" container "gone" not found in runtime template'
+    )
