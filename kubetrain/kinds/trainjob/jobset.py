@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kubetrain.controller.children import contains
 from kubetrain.kinds.trainjob.apply import as_dict, as_list, strategic_merge, upsert_all
 from kubetrain.kinds.trainjob.conditions import find, set_status_condition
 from kubetrain.kinds.trainjob.constants import (
@@ -248,6 +249,51 @@ def _carry_workdir(spec: JsonDict, metadata: JsonDict) -> None:
         if isinstance(rjob, dict):
             pod_meta = _child(_child(_job_spec(rjob), "template"), "metadata")
             _child(pod_meta, "annotations").setdefault(WORKDIR, directory)
+
+
+def _reapplied_replicated_jobs(current: JsonDict, desired: JsonDict) -> list[Any] | None:
+    """The current replicated jobs with each pod template the desired one does not fit into
+    replaced by the desired (a runtime patch added while suspended: Kueue's node selectors and
+    tolerations); None when every pod template already holds what is desired. Only pod templates
+    change: the JobSet's webhook lets nothing else of a replicated job change, and what the API
+    server or the JobSet webhook defaulted into a template is no difference."""
+    rjobs = as_list(as_dict(current.get("spec")).get("replicatedJobs"))
+    wanted = {
+        str(r.get("name")): r for r in as_list(desired["spec"].get("replicatedJobs")) if isinstance(r, dict)
+    }
+    out, changed = [], False
+    for rjob in rjobs:
+        want = wanted.get(str(as_dict(rjob).get("name")))
+        have_template = as_dict(as_dict(as_dict(as_dict(rjob).get("template")).get("spec")).get("template"))
+        want_template = as_dict(as_dict(as_dict(as_dict(want).get("template")).get("spec")).get("template"))
+        if want is None or contains(have_template, want_template):
+            out.append(rjob)
+            continue
+        replaced = copy.deepcopy(rjob)
+        _child(_child(replaced, "template"), "spec")["template"] = copy.deepcopy(want_template)
+        out.append(replaced)
+        changed = True
+    return out if changed else None
+
+
+def suspended_differ(current: JsonDict, desired: JsonDict) -> JsonDict | None:
+    """A JobSet whose TrainJob or itself is suspended brought in line, as upstream re-applies the
+    whole JobSet then: `suspend`, the labels and annotations, and the replicated jobs' pod
+    templates (`_reapplied_replicated_jobs`). Running, it is left alone (upstream builds
+    nothing)."""
+    spec_patch: JsonDict = {}
+    want = bool(desired["spec"].get("suspend", False))
+    if want != bool(as_dict(current.get("spec")).get("suspend", False)):
+        spec_patch["suspend"] = want
+    rjobs = _reapplied_replicated_jobs(current, desired)
+    if rjobs is not None:
+        spec_patch["replicatedJobs"] = rjobs
+    patch: JsonDict = {"spec": spec_patch} if spec_patch else {}
+    have_meta, want_meta = as_dict(current.get("metadata")), as_dict(desired.get("metadata"))
+    for key in ("labels", "annotations"):
+        if not contains(as_dict(have_meta.get(key)), as_dict(want_meta.get(key))):
+            patch.setdefault("metadata", {})[key] = dict(as_dict(want_meta.get(key)))
+    return patch or None
 
 
 def _count(value: object) -> int:

@@ -8,8 +8,8 @@
                                             (namespaced TrainingRuntime or ClusterTrainingRuntime;
                                             missing: a Warning TrainJobResourcesCreationFailed and
                                             a retry with backoff), then the JobSet: created when
-                                            absent; when it or the TrainJob is suspended, its
-                                            `suspend` brought in line
+                                            absent; when it or the TrainJob is suspended, brought
+                                            in line (`jobset.suspended_differ`)
     Suspended                            -> True(Suspended) while suspended, False(Resumed) after
     status from the JobSet               -> Complete/Failed copied, jobsStatus
     activeDeadlineSeconds                -> Failed(DeadlineExceeded) and the JobSet deleted once
@@ -171,12 +171,6 @@ def _finished(status: JsonDict) -> bool:
     return is_true(status, COND_COMPLETE) or is_true(status, COND_FAILED)
 
 
-def _suspend_differ(current: JsonDict, desired: JsonDict) -> JsonDict | None:
-    want = bool(desired["spec"].get("suspend", False))
-    have = bool(as_dict(current.get("spec")).get("suspend", False))
-    return None if want == have else {"spec": {"suspend": want}}
-
-
 class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
     """Trainer v2's TrainJob: managedBy, no validation in the controller (the webhook's), its own
     conditions (metav1), its JobSet owned outright."""
@@ -254,7 +248,7 @@ class TrainJobKind(JobKind[TrainJob, TrainJobStatus]):
             _warn_unimplemented_policies(ctx, info)
             ctx.owned.ensure(desired)
         elif desired["spec"].get("suspend") or as_dict(current.get("spec")).get("suspend"):
-            ctx.owned.ensure(desired, _suspend_differ)
+            ctx.owned.ensure(desired, jobset_plugin.suspended_differ)
         else:
             ctx.owned.controlled(current)  # running: left as it is (upstream builds nothing)
 

@@ -29,6 +29,7 @@ from tests.integration.jobset.upstream_plane import OPT_IN, UpstreamJobSetPlane,
 from tests.integration.operator_process.procs import OperatorProc, run_cli
 from tests.polling import wait_for
 
+from .kueue_flow import run_kueue_flow
 from .test_trainjob_examples_local import CASES, EXAMPLES, Case
 
 pytestmark = pytest.mark.skipif(not wanted(), reason=f"upstream's JobSet controller runs with {OPT_IN}=1")
@@ -232,3 +233,11 @@ async def test_a_gang_runtimes_pod_groups_are_accepted_by_the_real_api_server_an
         return True
 
     await wait_for(collected, 60, "the PodGroups collected with their TrainJob")
+
+
+async def test_a_runtime_patch_added_while_suspended_reaches_upstreams_jobset_and_its_pods(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Kueue's flow (`kueue_flow.py`): upstream's JobSet webhook accepts the re-applied pod
+    templates of a suspended JobSet, and its controller starts the resumed Jobs' pods with them."""
+    await run_kueue_flow(cluster.plane.kubeconfig, tmp_path)

@@ -534,3 +534,60 @@ def test_an_env_injection_target_the_runtime_lacks_builds_nothing_with_upstreams
         "TrainJob resources reconciliation failed: "
         'envInjection target podSet "node" container "gone" not found in runtime template'
     )
+
+
+KUEUE_PATCH = {
+    "manager": "kueue.x-k8s.io/manager",
+    "trainingRuntimeSpec": {
+        "template": {
+            "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}},
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "spec": {
+                                "template": {
+                                    "spec": {
+                                        "nodeSelector": {"pool": "a100"},
+                                        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+                                    }
+                                }
+                            }
+                        },
+                    }
+                ]
+            },
+        }
+    },
+}
+
+
+def test_a_runtime_patch_added_while_suspended_reaches_the_jobsets_pod_templates() -> None:
+    """Kueue's flow: the TrainJob is created suspended, Kueue adds a runtime patch with its node
+    selector and tolerations, then resumes it; upstream re-applies the JobSet while suspended, so
+    the pods Kueue admitted start where it placed them."""
+    job = trainjob(trainer={"numNodes": 2}, suspend=True)
+    jobset = stored(created_jobset(plan(job)))
+    pod_spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod_spec["restartPolicy"] = "OnFailure"  # what a webhook defaulted is no difference
+    assert plan(job, jobset).actions == []
+    job["spec"]["runtimePatches"] = [KUEUE_PATCH]
+    job["spec"]["suspend"] = False
+    (action,) = plan(job, jobset).actions
+    assert isinstance(action, PatchObject) and action.ref.kind == "JobSet"
+    assert action.patch["spec"]["suspend"] is False
+    assert action.patch["metadata"] == {"labels": {"kueue.x-k8s.io/queue-name": "q"}}
+    (rjob,) = action.patch["spec"]["replicatedJobs"]
+    assert rjob["replicas"] == 1 and rjob["template"]["spec"]["parallelism"] == 2
+    patched = rjob["template"]["spec"]["template"]["spec"]
+    assert patched["nodeSelector"] == {"pool": "a100"}
+    assert patched["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
+    assert patched["containers"][0]["env"] == torch_env(2)
+
+
+def test_a_running_jobset_is_not_rewritten_by_a_later_runtime_patch() -> None:
+    job = trainjob(trainer={"numNodes": 2})
+    jobset = stored(created_jobset(plan(job)))
+    job["spec"]["runtimePatches"] = [KUEUE_PATCH]
+    assert plan(job, jobset).actions == []
