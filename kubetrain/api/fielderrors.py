@@ -33,7 +33,10 @@ _VALUELESS = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG}
 
 
 def _go_value(value: Any) -> str:
-    """Render a bad value the way Go's %v / %q would for the simple types we report."""
+    """Render a bad value as apimachinery's `ErrorBody` does: simple types as %v / %q, the rest
+    as Go's `json.Marshal` (compact, map keys sorted, <, > and & escaped). A Go struct keeps its
+    field order where a map's keys are sorted; most of ours (EnvVar, ResourceRequirements) sort
+    the same, RuntimeRef (name, apiGroup, kind) does not."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -44,7 +47,8 @@ def _go_value(value: Any) -> str:
         return "null"
     if too_deep(value, _SHOWN_DEPTH) is not None:
         return f"<{'object' if isinstance(value, dict) else 'array'} nested more than {_SHOWN_DEPTH} levels>"
-    return json.dumps(value, sort_keys=True, default=str)
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 @dataclass(frozen=True)

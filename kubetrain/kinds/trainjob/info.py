@@ -57,6 +57,9 @@ class Info:
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
     """upstream `Info.Scheduler`: what the pod group plugins put on every pod template."""
+    trainer_command: list[str] | None = None
+    """The trainer's command as a plugin rewrote it (torchtune's arguments appended); upstream
+    edits the TrainJob object itself, which a planner must not."""
 
     def pod_set_by_ancestor(self, ancestor: str) -> PodSet | None:
         return next((ps for ps in self.pod_sets if ps.ancestor == ancestor), None)

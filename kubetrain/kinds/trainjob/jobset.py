@@ -194,6 +194,8 @@ def _trainer(info: Info, spec: JsonDict, trainjob: JsonDict) -> None:
                 for key in ("image", "command", "args"):
                     if trainer.get(key) is not None:
                         container[key] = copy.deepcopy(trainer[key])
+                if info.trainer_command is not None:
+                    container["command"] = list(info.trainer_command)
             if gets_resources and isinstance(resources, dict):
                 container["resources"] = _merged_resources(container, resources)
             if is_trainer or mpi_node:

@@ -9,15 +9,13 @@ torchrun's env plus the rendezvous port on the trainer's `node` container:
                          else the runtime's `node` container's
     PET_NODE_RANK        the pod's Job completion index (a fieldRef)
     PET_MASTER_ADDR      `<trainjob>-node-0-0.<trainjob>`, and PET_MASTER_PORT 29500 (not for a
-                         torchtune command `tune run`, which upstream gives rendezvous arguments)
+                         torchtune command `tune run`: it gets torchtune's arguments instead,
+                         `torchtune.py`)
 
 The env and port go there only when the TrainJob has a `trainer` (the trainer's own env first).
 `envInjection` targets (a replicated job's container or init container, by name) get all five
 whatever the command; a target the runtime lacks fails the runtime's objects with upstream's error
 (the webhook refuses it first).
-
-Not here yet: torchtune's argument rewriting (`tune run` gets the three PET_* counts and the port,
-not the recipe, config and rendezvous arguments upstream appends).
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kubetrain.kinds.trainjob import torchtune
 from kubetrain.kinds.trainjob.apply import as_dict, as_list, upsert, upsert_all
 from kubetrain.kinds.trainjob.constants import (
     ANCESTOR_TRAINER,
@@ -67,6 +66,14 @@ def missing_target(job: str, container: str) -> str:
     return f'envInjection target podSet "{job}" container "{container}" not found in runtime template'
 
 
+def resources_per_node(info: Info, trainer: JsonDict | None) -> JsonDict | None:
+    """The TrainJob's resourcesPerNode, else the runtime's `node` container's resources."""
+    if trainer is not None and isinstance(trainer.get("resourcesPerNode"), dict):
+        resources: JsonDict = trainer["resourcesPerNode"]
+        return resources
+    return runtime_resources_per_node(info)
+
+
 def num_proc_per_node(info: Info, trainer: JsonDict | None) -> ProcPerNode:
     """PET_NPROC_PER_NODE's value as upstream v2.3.0 resolves it (module docstring)."""
     value: ProcPerNode = "auto"
@@ -74,9 +81,7 @@ def num_proc_per_node(info: Info, trainer: JsonDict | None) -> ProcPerNode:
         procs = trainer.get("numProcPerNode")
         if isinstance(procs, int) and not isinstance(procs, bool):
             value = procs
-    resources = runtime_resources_per_node(info)
-    if trainer is not None and isinstance(trainer.get("resourcesPerNode"), dict):
-        resources = trainer["resourcesPerNode"]
+    resources = resources_per_node(info, trainer)
     if value == "auto" and gpus_per_node(resources) == 0:
         value = max(1, cpus_per_node(resources))
     return value
@@ -95,9 +100,10 @@ def enforce(info: Info, trainjob: JsonDict) -> str:
         pod_set.count = trainer["numNodes"]
     name = str(as_dict(trainjob.get("metadata")).get("name") or "")
     nodes = pod_set.count if pod_set is not None else 1
+    procs = num_proc_per_node(info, trainer)
     pet_env = [
         {"name": TORCH_ENV_NUM_NODES, "value": str(nodes)},
-        {"name": TORCH_ENV_NUM_PROC_PER_NODE, "value": str(num_proc_per_node(info, trainer))},
+        {"name": TORCH_ENV_NUM_PROC_PER_NODE, "value": str(procs)},
         {
             "name": TORCH_ENV_NODE_RANK,
             "valueFrom": {"fieldRef": {"fieldPath": JOB_COMPLETION_INDEX_FIELD_PATH}},
@@ -113,6 +119,9 @@ def enforce(info: Info, trainjob: JsonDict) -> str:
         upsert_all(container, "env", pet_env, "name")
         if tuple(as_list(trainer.get("command"))) != TORCH_TUNE_ENTRYPOINT:
             upsert_all(container, "env", master_env, "name")
+        else:
+            gpus = gpus_per_node(resources_per_node(info, trainer))
+            info.trainer_command = torchtune.command(info.spec, trainjob, nodes, procs, gpus)
         ports = container.get("ports")
         if not isinstance(ports, list):
             ports = container["ports"] = []

@@ -15,11 +15,11 @@ Of the plugins' rules, these are upstream's: torch (reserved `PET_*` envs, envIn
 mpi (runLauncherAsNode with numNodes >= 2, reserved `OMPI_MCA_*` envs), xgboost (reserved `DMLC_*`
 envs), jobset (initializer jobs, containers and volume mounts; runtimePatches naming jobs and
 containers of the runtime, envs of the node/initializer containers, the manager a domain-prefixed
-path). Not here yet: torchtune's model checks, volcano's queue/PriorityClass lookups, flux's
+path), torchtune's (`torchtune.validate`). Not here yet: volcano's queue/PriorityClass lookups, flux's
 numProcPerNode, runtimePatches' immutability, and the DNS-subdomain/path checks of a patch
 manager past its `<domain>/<path>` shape. Upstream runs the plugins in map order (random); they
 run here in its registry's declaration order (mpi, torch, jobset, xgboost). A struct bad value is
-shown as JSON (as every kind's is here), where Go prints `%#v`.
+shown as JSON, as apimachinery v0.36's `ErrorBody` does.
 
 The TrainJob defaulting webhook (runtimePatches' `time`) is a mutating webhook, not served yet.
 """
@@ -30,6 +30,7 @@ from typing import Any
 
 from kubetrain.api.fielderrors import ErrorList, FieldError, forbidden, invalid, required
 from kubetrain.kinds.registration import Lookup, Verdict
+from kubetrain.kinds.trainjob import torchtune
 from kubetrain.kinds.trainjob.constants import (
     ANCESTOR_TRAINER,
     API_VERSION,
@@ -44,12 +45,14 @@ from kubetrain.kinds.trainjob.constants import (
     NODE,
     RUNTIME_DEPRECATION_POLICY_URL,
     SUPPORT_DEPRECATED,
+    TORCH_TUNE_ENTRYPOINT,
     TORCHRUN_RESERVED_ENVS,
     TRAINING_RUNTIME,
     VOLUME_NAME_INITIALIZER,
     XGBOOST_RESERVED_ENVS,
 )
-from kubetrain.kinds.trainjob.torch import missing_target
+from kubetrain.kinds.trainjob.info import gpus_per_node, new_info
+from kubetrain.kinds.trainjob.torch import missing_target, resources_per_node
 
 JsonDict = dict[str, Any]
 
@@ -186,7 +189,7 @@ def runtime_rules(trainjob: JsonDict, runtime: JsonDict) -> ErrorList:
     if isinstance(policy.get("mpi"), dict):
         errs.extend(_mpi(trainer, policy["mpi"], runtime))
     if isinstance(policy.get("torch"), dict):
-        errs.extend(_torch(trainer, policy["torch"], runtime))
+        errs.extend(_torch(trainjob, policy["torch"], runtime))
     errs.extend(_jobset(spec, runtime))
     if isinstance(policy.get("xgboost"), dict):
         errs.extend(_xgboost(trainer))
@@ -241,7 +244,8 @@ def _mpi(trainer: Any, mpi: JsonDict, runtime: JsonDict) -> list[FieldError]:
     return errs
 
 
-def _torch(trainer: Any, torch: JsonDict, runtime: JsonDict) -> list[FieldError]:
+def _torch(trainjob: JsonDict, torch: JsonDict, runtime: JsonDict) -> list[FieldError]:
+    trainer = _dict(trainjob.get("spec")).get("trainer")
     errs: list[FieldError] = []
     pod_sets = _pod_sets(runtime)
     for target in _list(_dict(torch.get("envInjection")).get("targets")):
@@ -252,6 +256,9 @@ def _torch(trainer: Any, torch: JsonDict, runtime: JsonDict) -> list[FieldError]
                 errs.append(invalid("spec.runtimeRef", target, missing_target(job, str(name))))
     if isinstance(trainer, dict):
         errs.extend(_reserved(trainer, TORCHRUN_RESERVED_ENVS))
+        if tuple(_list(trainer.get("command"))) == TORCH_TUNE_ENTRYPOINT:
+            resources = resources_per_node(new_info(trainjob, runtime), trainer)
+            errs.extend(torchtune.validate(trainjob, gpus_per_node(resources)))
     return errs
 
 

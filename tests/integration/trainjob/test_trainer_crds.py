@@ -114,8 +114,8 @@ async def test_a_trainjob_is_checked_against_the_runtime_it_names(api: KubeAPI) 
     assert missing.value.status == 403
     assert missing.value.message == (
         'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: '
-        'spec.RuntimeRef: Invalid value: {"apiGroup": "trainer.kubeflow.org", '
-        '"kind": "ClusterTrainingRuntime", "name": "nope"}: clustertrainingruntimes.trainer.kubeflow.org '
+        'spec.RuntimeRef: Invalid value: {"apiGroup":"trainer.kubeflow.org",'
+        '"kind":"ClusterTrainingRuntime","name":"nope"}: clustertrainingruntimes.trainer.kubeflow.org '
         '"nope" not found: specified clusterTrainingRuntime must be created before the TrainJob is created'
     )
 
@@ -123,7 +123,7 @@ async def test_a_trainjob_is_checked_against_the_runtime_it_names(api: KubeAPI) 
     with pytest.raises(ApiError) as reserved:
         await api.create(TRAINJOBS, trainjob("reserved", "torch-distributed", trainer={"env": env}))
     assert reserved.value.message.endswith(
-        'spec.trainer.env: Invalid value: [{"name": "PET_NNODES", "value": "3"}]: '
+        'spec.trainer.env: Invalid value: [{"name":"PET_NNODES","value":"3"}]: '
         "must not have reserved envs, invalid envs configured: [PET_NNODES]"
     )
 

@@ -21,6 +21,13 @@ from kubetrain.webhook.review import AdmissionRequest
 from tests.trainer_runtimes import shipped_runtime
 
 JsonDict = dict[str, Any]
+
+
+def go_json(value: object) -> str:
+    """A bad value as Go's json.Marshal prints it in a field error: compact, keys sorted."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 SHIPPED = [
     "torch_distributed",
     "deepspeed_distributed",
@@ -155,14 +162,14 @@ CASES = [
     Case(
         "a cluster runtime that does not exist",
         trainjob("nope"),
-        'spec.RuntimeRef: Invalid value: {"name": "nope"}: '
+        'spec.RuntimeRef: Invalid value: {"name":"nope"}: '
         'clustertrainingruntimes.trainer.kubeflow.org "nope" not found: '
         "specified clusterTrainingRuntime must be created before the TrainJob is created",
     ),
     Case(
         "a namespaced runtime of another namespace",
         trainjob(ref={"kind": "TrainingRuntime"}),
-        'spec.runtimeRef: Invalid value: {"kind": "TrainingRuntime", "name": "torch-distributed"}: '
+        'spec.runtimeRef: Invalid value: {"kind":"TrainingRuntime","name":"torch-distributed"}: '
         'trainingruntimes.trainer.kubeflow.org "torch-distributed" not found: specified trainingRuntime must '
         "be created before the TrainJob is created",
         runtimes=store(namespaced(TORCH, "team-a")),
@@ -170,7 +177,7 @@ CASES = [
     Case(
         "torchrun's reserved envs",
         trainjob(trainer={"env": ENV}),
-        f"spec.trainer.env: Invalid value: {json.dumps(ENV)}: must not have reserved envs, "
+        f"spec.trainer.env: Invalid value: {go_json(ENV)}: must not have reserved envs, "
         "invalid envs configured: [PET_MASTER_ADDR PET_NNODES]",
     ),
     Case(
@@ -188,7 +195,7 @@ CASES = [
         trainjob(
             "deepspeed-distributed", trainer={"env": [{"name": "OMPI_MCA_plm_rsh_args", "value": "-p 22"}]}
         ),
-        'spec.trainer.env: Invalid value: [{"name": "OMPI_MCA_plm_rsh_args", "value": "-p 22"}]: '
+        'spec.trainer.env: Invalid value: [{"name":"OMPI_MCA_plm_rsh_args","value":"-p 22"}]: '
         "must not have reserved envs, invalid envs configured: [OMPI_MCA_plm_rsh_args]",
     ),
     Case(
@@ -199,19 +206,19 @@ CASES = [
     Case(
         "a dataset without a dataset-initializer job",
         trainjob(initializer={"dataset": {"storageUri": "hf://x"}}),
-        'spec.runtimeRef: Invalid value: {"name": "torch-distributed"}: must have dataset-initializer job '
+        'spec.runtimeRef: Invalid value: {"name":"torch-distributed"}: must have dataset-initializer job '
         "when trainJob is configured with input datasetConfig",
     ),
     Case(
         "a runtime patch of a job the runtime lacks",
         trainjob(runtimePatches=PATCH_UNKNOWN_JOB),
-        f"spec.runtimePatches: Invalid value: {json.dumps(PATCH_UNKNOWN_JOB, sort_keys=True)}: "
+        f"spec.runtimePatches: Invalid value: {go_json(PATCH_UNKNOWN_JOB)}: "
         "must not have replicated job that doesn't exist in the runtime job template",
     ),
     Case(
         "a runtime patch setting the node's envs",
         trainjob(runtimePatches=PATCH_NODE_ENV),
-        f"spec.runtimePatches: Invalid value: {json.dumps(PATCH_NODE_ENV, sort_keys=True)}: "
+        f"spec.runtimePatches: Invalid value: {go_json(PATCH_NODE_ENV)}: "
         "must not have envs for the dataset-initializer, model-initializer, node containers",
     ),
     Case(
@@ -243,7 +250,7 @@ CASES = [
             )
         ),
         f"{CTR_DENIED}.template.spec.template.spec.containers: "
-        'Invalid value: [{"image": "x", "name": "main"}]: '
+        'Invalid value: [{"image":"x","name":"main"}]: '
         "must contain the required container for the ancestor: trainer",
     ),
     Case(
