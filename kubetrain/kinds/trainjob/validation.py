@@ -15,9 +15,10 @@ Of the plugins' rules, these are upstream's: torch (reserved `PET_*` envs, envIn
 mpi (runLauncherAsNode with numNodes >= 2, reserved `OMPI_MCA_*` envs), xgboost (reserved `DMLC_*`
 envs), jobset (initializer jobs, containers and volume mounts; runtimePatches naming jobs and
 containers of the runtime, envs of the node/initializer containers, the manager a domain-prefixed
-path), torchtune's (`torchtune.validate`). Not here yet: volcano's queue/PriorityClass lookups, flux's
-numProcPerNode, runtimePatches' immutability, and the DNS-subdomain/path checks of a patch
-manager past its `<domain>/<path>` shape. Upstream runs the plugins in map order (random); they
+path), torchtune's (`torchtune.validate`), volcano's empty queue. Not here yet: volcano's
+PriorityClass lookup (the pods' own admission refuses an unknown one), flux's numProcPerNode,
+runtimePatches' immutability, and the DNS-subdomain/path checks of a patch manager past its
+`<domain>/<path>` shape. Upstream runs the plugins in map order (random); they
 run here in its registry's declaration order (mpi, torch, jobset, xgboost). A struct bad value is
 shown as JSON, as apimachinery v0.36's `ErrorBody` does.
 
@@ -52,6 +53,7 @@ from kubetrain.kinds.trainjob.constants import (
     XGBOOST_RESERVED_ENVS,
 )
 from kubetrain.kinds.trainjob.info import gpus_per_node, new_info
+from kubetrain.kinds.trainjob.podgroup import VOLCANO_QUEUE_ANNOTATION
 from kubetrain.kinds.trainjob.torch import missing_target, resources_per_node
 
 JsonDict = dict[str, Any]
@@ -193,7 +195,19 @@ def runtime_rules(trainjob: JsonDict, runtime: JsonDict) -> ErrorList:
     errs.extend(_jobset(spec, runtime))
     if isinstance(policy.get("xgboost"), dict):
         errs.extend(_xgboost(trainer))
+    if isinstance(_dict(_dict(runtime.get("spec")).get("podGroupPolicy")).get("volcano"), dict):
+        errs.extend(_volcano(trainjob, runtime))
     return errs
+
+
+def _volcano(trainjob: JsonDict, runtime: JsonDict) -> list[FieldError]:
+    """The volcano plugin's `Validate`: a queue annotation (the runtime's or a runtime patch's)
+    must name a queue. (Its PriorityClass lookup is not done here: see the module docstring.)"""
+    annotations = new_info(trainjob, runtime).annotations or {}
+    if annotations.get(VOLCANO_QUEUE_ANNOTATION) != "":
+        return []
+    path = f"spec.annotations[{VOLCANO_QUEUE_ANNOTATION}]"
+    return [invalid(path, "", "Volcano queue name must not be empty")]
 
 
 def _reserved(trainer: Any, reserved: frozenset[str]) -> list[FieldError]:

@@ -201,3 +201,15 @@ def test_a_same_named_pod_group_it_does_not_control_blocks_the_jobset() -> None:
     assert p.retry
     assert p.events[0].reason == "ErrResourceExists"
     assert p.events[0].message == 'PodGroup "tj" already exists and is not controlled by TrainJob "tj"'
+
+
+def test_the_webhook_refuses_an_empty_volcano_queue_as_upstream() -> None:
+    from kubetrain.kinds.trainjob.validation import runtime_rules
+
+    runtime = runtime_with({"volcano": {}})
+    assert runtime_rules(trainjob(), runtime) == []
+    runtime["spec"]["template"]["metadata"] = {"annotations": {"scheduling.volcano.sh/queue-name": ""}}
+    assert [str(e) for e in runtime_rules(trainjob(), runtime)] == [
+        'spec.annotations[scheduling.volcano.sh/queue-name]: Invalid value: "": '
+        "Volcano queue name must not be empty"
+    ]
