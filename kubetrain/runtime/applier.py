@@ -76,7 +76,7 @@ class Applier:
             elif isinstance(action, DeleteObject):
                 await self._delete(job_key, action, result)
             elif isinstance(action, PatchObject):
-                await self._patch(action, result)
+                await self._patch(job_key, action, result)
 
     async def _create(self, job_key: str, namespace: str, action: CreateObject, result: ApplyResult) -> None:
         obj = action.obj
@@ -153,7 +153,7 @@ class Applier:
             return
         result.count("delete", "ok")
 
-    async def _patch(self, action: PatchObject, result: ApplyResult) -> None:
+    async def _patch(self, job_key: str, action: PatchObject, result: ApplyResult) -> None:
         ref = action.ref
         try:
             patched = await self.client.merge_patch(
@@ -161,6 +161,8 @@ class Applier:
             )
         except ApiError as err:
             result.count("patch", "error")
+            if not err.conflict:  # a stale read, retried at once; anything else must be told
+                log.warning("%s: patch %s/%s failed: %s", job_key, ref.kind, ref.name, err)
             result.errors.append(err)
             return
         result.count("patch", "ok")

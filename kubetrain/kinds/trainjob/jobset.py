@@ -253,12 +253,32 @@ def _carry_workdir(spec: JsonDict, metadata: JsonDict) -> None:
             _child(pod_meta, "annotations").setdefault(WORKDIR, directory)
 
 
+SCHEDULING_MAPS = (("metadata", "labels"), ("metadata", "annotations"), ("spec", "nodeSelector"))
+SCHEDULING_LISTS = ("tolerations", "schedulingGates")
+"""What JobSet's webhook lets change in a suspended JobSet's pod templates (Kueue's fields)."""
+
+
+def _scheduling_fields(have: JsonDict, want: JsonDict) -> JsonDict:
+    """`have` (a pod template) with the desired labels, annotations and node selector merged in
+    and the desired tolerations and scheduling gates, where `want` has them."""
+    out = copy.deepcopy(have)
+    for part, key in SCHEDULING_MAPS:
+        wanted = as_dict(as_dict(want.get(part)).get(key))
+        if wanted:
+            merged = {**as_dict(as_dict(out.get(part)).get(key)), **wanted}
+            _child(out, part)[key] = merged
+    for key in SCHEDULING_LISTS:
+        wanted_list = as_dict(want.get("spec")).get(key)
+        if isinstance(wanted_list, list):
+            _child(out, "spec")[key] = copy.deepcopy(wanted_list)
+    return out
+
+
 def _reapplied_replicated_jobs(current: JsonDict, desired: JsonDict) -> list[Any] | None:
-    """The current replicated jobs with each pod template the desired one does not fit into
-    replaced by the desired (a runtime patch added while suspended: Kueue's node selectors and
-    tolerations); None when every pod template already holds what is desired. Only pod templates
-    change: the JobSet's webhook lets nothing else of a replicated job change, and what the API
-    server or the JobSet webhook defaulted into a template is no difference."""
+    """The current replicated jobs with the scheduling fields of the desired pod templates
+    (a runtime patch added while suspended: Kueue's node selectors, tolerations and labels);
+    None when every pod template already holds them. Nothing else of a replicated job changes:
+    JobSet's webhook refuses it (the rest is immutable even while suspended)."""
     rjobs = as_list(as_dict(current.get("spec")).get("replicatedJobs"))
     wanted = {
         str(r.get("name")): r for r in as_list(desired["spec"].get("replicatedJobs")) if isinstance(r, dict)
@@ -268,11 +288,12 @@ def _reapplied_replicated_jobs(current: JsonDict, desired: JsonDict) -> list[Any
         want = wanted.get(str(as_dict(rjob).get("name")))
         have_template = as_dict(as_dict(as_dict(as_dict(rjob).get("template")).get("spec")).get("template"))
         want_template = as_dict(as_dict(as_dict(as_dict(want).get("template")).get("spec")).get("template"))
-        if want is None or contains(have_template, want_template):
+        merged = _scheduling_fields(have_template, want_template)
+        if want is None or merged == have_template:
             out.append(rjob)
             continue
         replaced = copy.deepcopy(rjob)
-        _child(_child(replaced, "template"), "spec")["template"] = copy.deepcopy(want_template)
+        _child(_child(replaced, "template"), "spec")["template"] = merged
         out.append(replaced)
         changed = True
     return out if changed else None
@@ -280,9 +301,8 @@ def _reapplied_replicated_jobs(current: JsonDict, desired: JsonDict) -> list[Any
 
 def suspended_differ(current: JsonDict, desired: JsonDict) -> JsonDict | None:
     """A JobSet whose TrainJob or itself is suspended brought in line, as upstream re-applies the
-    whole JobSet then: `suspend`, the labels and annotations, and the replicated jobs' pod
-    templates (`_reapplied_replicated_jobs`). Running, it is left alone (upstream builds
-    nothing)."""
+    whole JobSet then: `suspend`, the labels and annotations, and the pod templates' scheduling
+    fields (`_reapplied_replicated_jobs`). Running, it is left alone (upstream builds nothing)."""
     spec_patch: JsonDict = {}
     want = bool(desired["spec"].get("suspend", False))
     if want != bool(as_dict(current.get("spec")).get("suspend", False)):

@@ -9,6 +9,7 @@ Shared by the local plane's test and the real control plane's (with upstream's J
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.integration.jobset.test_local_plane import kubectl
@@ -66,7 +67,14 @@ async def _json(kubeconfig: Path, *args: str) -> dict:
     return json.loads(out) if code == 0 else {}
 
 
-async def run_kueue_flow(kubeconfig: Path, workdir: Path) -> None:
+async def _story(kubeconfig: Path) -> str:
+    """What a reader of a timed-out run needs: the objects and the events."""
+    _, objects = await kubectl(kubeconfig, "get", "trainjob,jobset,jobs,pods", "-o", "yaml")
+    _, events = await kubectl(kubeconfig, "get", "events", "--sort-by=.lastTimestamp")
+    return f"{objects[-6000:]}\n{events[-3000:]}"
+
+
+async def run_kueue_flow(kubeconfig: Path, workdir: Path, logs: Callable[[], str] = str) -> None:
     manifest = workdir / "kueue-flow.yaml"
     manifest.write_text(RUNTIME_AND_TRAINJOB, encoding="utf-8")
     code, out = await kubectl(kubeconfig, "apply", "-f", str(manifest))
@@ -86,7 +94,10 @@ async def run_kueue_flow(kubeconfig: Path, workdir: Path) -> None:
             done = any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conditions)
             return job if done else {}
 
-        job = await wait_for(complete, 180, "the resumed TrainJob to finish", interval=0.5)
+        try:
+            job = await wait_for(complete, 180, "the resumed TrainJob to finish", interval=0.5)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{await _story(kubeconfig)}\n{logs()}") from None
         reasons = [c["reason"] for c in job["status"]["conditions"] if c["status"] == "True"]
         assert "AllJobsCompleted" in reasons, job["status"]
         pods = (await _json(kubeconfig, "pods", "-l", f"jobset.sigs.k8s.io/jobset-name={NAME}"))["items"]

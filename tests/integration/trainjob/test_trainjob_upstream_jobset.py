@@ -240,4 +240,4 @@ async def test_a_runtime_patch_added_while_suspended_reaches_upstreams_jobset_an
 ) -> None:
     """Kueue's flow (`kueue_flow.py`): upstream's JobSet webhook accepts the re-applied pod
     templates of a suspended JobSet, and its controller starts the resumed Jobs' pods with them."""
-    await run_kueue_flow(cluster.plane.kubeconfig, tmp_path)
+    await run_kueue_flow(cluster.plane.kubeconfig, tmp_path, cluster.logs)
