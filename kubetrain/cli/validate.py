@@ -19,7 +19,13 @@ from kubetrain.cli.output import format_table
 from kubetrain.client.errors import EXIT_INVALID, KubetrainError, ValidationError
 from kubetrain.client.source import load_jobs, read_documents
 from kubetrain.kinds.crds import generate_all
-from kubetrain.kinds.registry import REGISTRY, REPLICA_SPEC_KINDS, has_offline_rules, offline_problems
+from kubetrain.kinds.registry import (
+    REGISTRY,
+    REPLICA_SPEC_KINDS,
+    has_offline_rules,
+    offline_problems,
+    unknown_kind_errors,
+)
 
 
 def register(sub: SubParsers) -> None:
@@ -86,6 +92,9 @@ def _validate_documents(docs: list[Any], label: str) -> int:
                 continue
         else:
             _, info, result = validate_raw_with_warnings(doc, kinds=REPLICA_SPEC_KINDS)
+            unknown = unknown_kind_errors(doc)
+            if unknown:
+                result.errors = unknown
             if result.errors:
                 error = ValidationError(result.errors, info.kind if info else "", name, where)
                 err.print(str(error), style="red", markup=False)

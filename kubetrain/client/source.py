@@ -24,6 +24,7 @@ from kubetrain.kinds.registry import (
     is_companion,
     offline_problems,
     offline_verdict,
+    unknown_kind_errors,
 )
 from kubetrain.kube.annotations import WORKDIR as WORKDIR_ANNOTATION
 
@@ -140,6 +141,9 @@ def load_jobs(source: JobSource) -> list[LoadedJob]:
                 raise InvalidInput(f'{where}: {kind} "{_name_of(doc)}" is invalid: {verdict.message}')
             out.append(LoadedJob(doc, where, verdict.warnings))
             continue
+        unknown = unknown_kind_errors(doc)
+        if unknown:
+            raise ValidationError(unknown, "", _name_of(doc), where)
         _, info, result = validate_raw_with_warnings(doc, kinds=REPLICA_SPEC_KINDS)
         if result.errors:
             raise ValidationError(result.errors, info.kind if info else "", _name_of(doc), where)

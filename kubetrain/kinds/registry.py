@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.fielderrors import ErrorList, not_supported, required
 from kubetrain.api.jobs import parse_job
 from kubetrain.api.kinds import KindInfo
 from kubetrain.controller import gang, reconciler
@@ -152,6 +153,17 @@ def watched_children(config: ControllerConfig, kinds: Iterable[str] | None = Non
             if child not in out:
                 out.append(child)
     return out
+
+
+def unknown_kind_errors(doc: Any) -> ErrorList:
+    """The error for a document of no registered kind, naming every kind kubetrain takes (the
+    replica-spec path alone would list only its six)."""
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    if isinstance(kind, str) and kind in REGISTERED_KINDS:
+        return ErrorList()
+    if kind is None:
+        return ErrorList([required("kind", f"must be one of {', '.join(REGISTERED_KINDS)}")])
+    return ErrorList([not_supported("kind", kind, list(REGISTERED_KINDS))])
 
 
 def has_offline_rules(doc: Any) -> bool:

@@ -76,9 +76,13 @@ def test_validation_error_carries_field_errors() -> None:
     assert "spec.pytorchReplicaSpecs[Master].replicas: Forbidden" in str(err)
 
 
-def test_unknown_kind_is_a_validation_error() -> None:
-    with pytest.raises(ValidationError, match='kind: Unsupported value: "Pod"'):
+def test_unknown_kind_is_a_validation_error_naming_every_kind_kubetrain_takes() -> None:
+    with pytest.raises(ValidationError, match='kind: Unsupported value: "Pod"') as exc:
         load_one({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    for kind in ("PyTorchJob", "MPIJob", "ChainerJob", "Caffe2Job", "TrainJob", "ClusterTrainingRuntime"):
+        assert f'"{kind}"' in str(exc.value)
+    with pytest.raises(ValidationError, match=r"kind: Required value: must be one of TFJob, .*, TrainJob"):
+        load_one({"apiVersion": "v1", "metadata": {"name": "p"}})
 
 
 def test_multi_document_file(tmp_path: Path) -> None:
