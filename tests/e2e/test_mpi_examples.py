@@ -1,8 +1,9 @@
 """The MPI-family examples train for real under `kubetrain run` (the CLI as a subprocess).
 
 MPIJob v2beta1 (ssh through the node's exec endpoint) and v1 (kubexec.sh / kubectl exec), PyTorch
-launched by mpirun, a ChainerJob and a Caffe2Job; and a malformed mpirun command that must fail
-the job with the launcher's exit code in the Failed condition's message. Outcomes are read from
+launched by mpirun, a ChainerJob (plain mpi4py; and real ChainerMN in its own environment from
+scripts/chainer-env, KUBETRAIN_E2E_CHAINER_PYTHON) and a Caffe2Job; and a malformed mpirun command
+that must fail the job with the launcher's exit code in the Failed condition's message. Outcomes are read from
 the replica-prefixed logs. A missing mpirun or mpi4py skips (with the reason), except under
 CI=true where it is an error. Sequential; about a minute on 2 cores.
 """
@@ -171,15 +172,14 @@ def test_chainermn_real(tmp_path: Path) -> None:
     it with scripts/chainer-env and sets KUBETRAIN_E2E_CHAINER_PYTHON)."""
     python = os.environ.get("KUBETRAIN_E2E_CHAINER_PYTHON", "")
     if not python:
-        reason = "set KUBETRAIN_E2E_CHAINER_PYTHON to a Python with requirements-chainer.txt (scripts/chainer-env)"
+        reason = "set KUBETRAIN_E2E_CHAINER_PYTHON to the python scripts/chainer-env prints"
         if IN_CI:
             pytest.fail(f"CI=true: {reason}", pytrace=False)
         pytest.skip(reason)
     image_map = tmp_path / "images.yaml"
     image_map.write_text(f'images:\n  - image: "everpeace/chainermn*"\n    python: {python}\n')
-    run = run_job(
-        copy_example("chainer-mpi", tmp_path) / "job-chainermn.yaml", env={"KUBETRAIN_IMAGE_MAP": str(image_map)}
-    )
+    job = copy_example("chainer-mpi", tmp_path) / "job-chainermn.yaml"
+    run = run_job(job, env={"KUBETRAIN_IMAGE_MAP": str(image_map)})
     succeeded(run, "chainerjob", "chainermn")
     # both ranks in the master pod, on real Chainer with ChainerMN's naive communicator
     started = run.find(r"rank (\d)/2 on chainermn-master-\S+: chainer 7\.8\.1, NaiveCommunicator", "master-0")

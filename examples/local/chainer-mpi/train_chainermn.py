@@ -48,8 +48,7 @@ def main() -> int:
     rank, size = comm.rank, comm.size
     np.random.seed(rank)  # different initial weights per rank: the optimizer's broadcast must fix them
     print(
-        f"rank {rank}/{size} on {socket.gethostname()}: chainer {chainer.__version__}, "
-        f"{type(comm).__name__}",
+        f"rank {rank}/{size} on {socket.gethostname()}: chainer {chainer.__version__}, {type(comm).__name__}",
         flush=True,
     )
 
