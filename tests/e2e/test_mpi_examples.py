@@ -1,14 +1,16 @@
 """The MPI-family examples train for real under `kubetrain run` (the CLI as a subprocess).
 
 MPIJob v2beta1 (ssh through the node's exec endpoint) and v1 (kubexec.sh / kubectl exec), PyTorch
-launched by mpirun, a ChainerJob and a Caffe2Job; and a malformed mpirun command that must fail
-the job with the launcher's exit code in the Failed condition's message. Outcomes are read from
+launched by mpirun, a ChainerJob (plain mpi4py; and real ChainerMN in its own environment from
+scripts/chainer-env, KUBETRAIN_E2E_CHAINER_PYTHON) and a Caffe2Job; and a malformed mpirun command
+that must fail the job with the launcher's exit code in the Failed condition's message. Outcomes are read from
 the replica-prefixed logs. A missing mpirun or mpi4py skips (with the reason), except under
 CI=true where it is an error. Sequential; about a minute on 2 cores.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -159,6 +161,38 @@ def test_chainer_mpi(tmp_path: Path) -> None:
     run = run_job(copy_example("chainer-mpi", tmp_path) / "job.yaml")
     succeeded(run, "chainerjob", "chainer-mpi")
     assert len(run.find(r"rank \d/2 on chainer-mpi-master-", "master-0")) == 2, run.describe()
+    trained_on_digits(run, 2, "master-0")
+
+
+def test_chainermn_real(tmp_path: Path) -> None:
+    """job-chainermn.yaml with real Chainer 7.8.1 + ChainerMN, its image mapped to the Chainer
+    interpreter by the node's image map (mpiexec finds it as `python` on PATH).
+
+    Chainer needs numpy<2, so it has its own virtualenv (requirements-chainer.txt; .ci/run builds
+    it with scripts/chainer-env and sets KUBETRAIN_E2E_CHAINER_PYTHON)."""
+    python = os.environ.get("KUBETRAIN_E2E_CHAINER_PYTHON", "")
+    if not python:
+        reason = "set KUBETRAIN_E2E_CHAINER_PYTHON to the python scripts/chainer-env prints"
+        if IN_CI:
+            pytest.fail(f"CI=true: {reason}", pytrace=False)
+        pytest.skip(reason)
+    image_map = tmp_path / "images.yaml"
+    image_map.write_text(f'images:\n  - image: "everpeace/chainermn*"\n    python: {python}\n')
+    job = copy_example("chainer-mpi", tmp_path) / "job-chainermn.yaml"
+    run = run_job(job, env={"KUBETRAIN_IMAGE_MAP": str(image_map)})
+    succeeded(run, "chainerjob", "chainermn")
+    # both ranks in the master pod, on real Chainer with ChainerMN's naive communicator
+    started = run.find(r"rank (\d)/2 on chainermn-master-\S+: chainer 7\.8\.1, NaiveCommunicator", "master-0")
+    assert sorted(m[1] for m in started) == ["0", "1"], run.describe()
+    # scatter_dataset gave each rank half of the 1500 training samples
+    shards = run.find(r"rank (\d)/2: (\d+) training, (\d+) test samples", "master-0")
+    assert sorted((m[1], m[2]) for m in shards) == [("0", "750"), ("1", "750")], run.describe()
+    # each rank's own loss fell (first epoch -> last)
+    losses = run.find(r"rank (?P<rank>\d)/2: loss (?P<first>[\d.]+) -> (?P<last>[\d.]+)", "master-0")
+    assert sorted(m["rank"] for m in losses) == ["0", "1"], run.describe()
+    for m in losses:
+        first, last = floats(m, "first", "last")
+        assert last < first / 2, run.describe()
     trained_on_digits(run, 2, "master-0")
 
 

@@ -2,8 +2,8 @@
 
 What ChainerMN's multi-node optimizer does, with numpy: every rank computes the gradient on its
 shard, an MPI Allreduce averages the gradients, and every rank applies the same update, so the
-weights stay identical. (ChainerMN itself cannot be used here: Chainer 7.8.1, the last release,
-fails to import with numpy 2, `np.sctypes` was removed; see examples/local/README.md.) The
+weights stay identical. (Real ChainerMN needs Chainer 7.8.1 and numpy<2, an environment of its
+own: job-chainermn.yaml runs train_chainermn.py there; see examples/local/README.md.) The
 program checks that the loss falls and that all ranks hold identical weights, and exits non-zero
 otherwise.
 """

@@ -166,12 +166,20 @@ def _node_args(env: ClusterEnv, workdir: Path) -> list[str]:
 
 
 def _node_env(logs: Path) -> dict[str, str]:
-    """The real-MXNet example's images run in the MXNet interpreter, as in `tests/e2e/test_examples`."""
-    python = os.environ.get("KUBETRAIN_E2E_MXNET_PYTHON", "")
-    if not python:
+    """The real-MXNet and real-ChainerMN examples' images run in their own interpreters, as in
+    `tests/e2e/test_examples` and `tests/e2e/test_mpi_examples`."""
+    entries = [
+        f'  - image: "{image}"\n    python: {python}\n'
+        for image, python in (
+            ("docker.io/kubeflow/mxnet*", os.environ.get("KUBETRAIN_E2E_MXNET_PYTHON", "")),
+            ("everpeace/chainermn*", os.environ.get("KUBETRAIN_E2E_CHAINER_PYTHON", "")),
+        )
+        if python
+    ]
+    if not entries:
         return {}
     image_map = logs / "images.yaml"
-    image_map.write_text(f'images:\n  - image: "docker.io/kubeflow/mxnet*"\n    python: {python}\n')
+    image_map.write_text("images:\n" + "".join(entries))
     return {"KUBETRAIN_IMAGE_MAP": str(image_map)}
 
 

@@ -6,7 +6,8 @@ Jobs (MPIJob v2beta1's launcher) are run by the real Job controller and children
 the real garbage collector. The one edit: each container's `workingDir` is set to the example's
 copy on this machine, since an example's program is a file beside its YAML (on a real node it
 would be in the image). Real MXNet (`job-mxnet.yaml`) needs its interpreter mapped by the node's
-image map, so it runs when KUBETRAIN_E2E_MXNET_PYTHON is set (always in CI).
+image map, so it runs when KUBETRAIN_E2E_MXNET_PYTHON is set (always in CI); real ChainerMN
+(`job-chainermn.yaml`) likewise with KUBETRAIN_E2E_CHAINER_PYTHON.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ PROOF = {
     "mpi-v1-allreduce/job.yaml": r"expected 10, got 10: OK",
     "mpi-pytorch/job.yaml": r"4 ranks, weights identical on all ranks: True",
     "chainer-mpi/job.yaml": r"2 ranks, identical weights: True",
+    "chainer-mpi/job-chainermn.yaml": r"2 ranks, identical weights: True",
     "caffe2-workers/job.yaml": r"identical on all 2 shards: True",
 }
 """A line that shows the example really trained, read through the API server from the kubelet
@@ -69,6 +71,12 @@ FRAMEWORKS = {
     "chainer-mpi": ("mpi4py",),
     "mxnet-ps": ("sklearn",),
 }
+
+OWN_INTERPRETER = [
+    ("job-mxnet.yaml", "KUBETRAIN_E2E_MXNET_PYTHON", "real MXNet"),
+    ("job-chainermn.yaml", "KUBETRAIN_E2E_CHAINER_PYTHON", "real ChainerMN"),
+]
+"""Examples whose images the node maps to an interpreter of their own (conftest's image map)."""
 
 
 def _example_files() -> list[Path]:
@@ -113,10 +121,11 @@ async def test_example_runs_on_the_cluster(
 ) -> None:
     example = path.parent.name
     require_modules(*FRAMEWORKS.get(example, ()))
-    if path.name == "job-mxnet.yaml" and not os.environ.get("KUBETRAIN_E2E_MXNET_PYTHON"):
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true: KUBETRAIN_E2E_MXNET_PYTHON is not set")
-        pytest.skip("set KUBETRAIN_E2E_MXNET_PYTHON to run real MXNet")
+    for job_file, variable, framework in OWN_INTERPRETER:
+        if path.name == job_file and not os.environ.get(variable):
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"CI=true: {variable} is not set")
+            pytest.skip(f"set {variable} to run {framework}")
     copy = tmp_path / example
     shutil.copytree(path.parent, copy, ignore=shutil.ignore_patterns("__pycache__", ".model", "log"))
     obj = _with_working_dir(yaml.safe_load((copy / path.name).read_text()), copy)
