@@ -48,6 +48,17 @@ def require_programs(*programs: str) -> None:
     _missing_fails_in_ci(missing, "not found (scripts/install-system-deps --tests)")
 
 
+def interpreter_image_map(variable: str, how: str, image: str, dest: Path) -> dict[str, str]:
+    """The env of a run whose `image` (a glob) runs on the interpreter `$variable` names (a
+    framework with a numpy of its own: MXNet, Chainer), through a node image map written in
+    `dest`; skipped without it (`how` says how to get one), an error under CI=true."""
+    python = os.environ.get(variable, "")
+    _missing_fails_in_ci([] if python else [variable], f"is not set: {how}")
+    image_map = dest / "images.yaml"
+    image_map.write_text(f'images:\n  - image: "{image}"\n    python: {python}\n')
+    return {"KUBETRAIN_IMAGE_MAP": str(image_map)}
+
+
 def _missing_fails_in_ci(missing: list[str], why: str) -> None:
     if not missing:
         return

@@ -13,18 +13,15 @@ examples/local/README.md).
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.e2e_helpers import (
     ACCURACY_FLOOR,
-    IN_CI,
     Run,
     copy_example,
     floats,
+    interpreter_image_map,
     require_modules,
     require_programs,
     run_job,
@@ -160,17 +157,13 @@ def test_mxnet_ps_real_mxnet(tmp_path: Path) -> None:
 
     MXNet needs numpy<1.24, so it has its own virtualenv (requirements-mxnet.txt; .ci/run builds it
     and sets KUBETRAIN_E2E_MXNET_PYTHON)."""
-    python = os.environ.get("KUBETRAIN_E2E_MXNET_PYTHON", "")
-    if not python:
-        reason = "set KUBETRAIN_E2E_MXNET_PYTHON to a Python with requirements-mxnet.txt installed"
-        if IN_CI:
-            pytest.fail(f"CI=true: {reason}", pytrace=False)
-        pytest.skip(reason)
-    image_map = tmp_path / "images.yaml"
-    image_map.write_text(f'images:\n  - image: "docker.io/kubeflow/mxnet*"\n    python: {python}\n')
-    run = run_job(
-        copy_example("mxnet-ps", tmp_path) / "job-mxnet.yaml", env={"KUBETRAIN_IMAGE_MAP": str(image_map)}
+    env = interpreter_image_map(
+        "KUBETRAIN_E2E_MXNET_PYTHON",
+        "set it to a Python with requirements-mxnet.txt installed",
+        "docker.io/kubeflow/mxnet*",
+        tmp_path,
     )
+    run = run_job(copy_example("mxnet-ps", tmp_path) / "job-mxnet.yaml", env=env)
     _check_mxnet_ps(run, "mxnet-ps-real")
     for replica in ("worker-0", "worker-1"):
         run.one(r"KVStore dist_sync", replica)

@@ -10,7 +10,6 @@ CI=true where it is an error. Sequential; about a minute on 2 cores.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -24,6 +23,7 @@ from tests.e2e.e2e_helpers import (
     Run,
     copy_example,
     floats,
+    interpreter_image_map,
     require_modules,
     run_job,
     trained_on_digits,
@@ -170,16 +170,14 @@ def test_chainermn_real(tmp_path: Path) -> None:
 
     Chainer needs numpy<2, so it has its own virtualenv (requirements-chainer.txt; .ci/run builds
     it with scripts/chainer-env and sets KUBETRAIN_E2E_CHAINER_PYTHON)."""
-    python = os.environ.get("KUBETRAIN_E2E_CHAINER_PYTHON", "")
-    if not python:
-        reason = "set KUBETRAIN_E2E_CHAINER_PYTHON to the python scripts/chainer-env prints"
-        if IN_CI:
-            pytest.fail(f"CI=true: {reason}", pytrace=False)
-        pytest.skip(reason)
-    image_map = tmp_path / "images.yaml"
-    image_map.write_text(f'images:\n  - image: "everpeace/chainermn*"\n    python: {python}\n')
+    env = interpreter_image_map(
+        "KUBETRAIN_E2E_CHAINER_PYTHON",
+        "set it to the python scripts/chainer-env prints",
+        "everpeace/chainermn*",
+        tmp_path,
+    )
     job = copy_example("chainer-mpi", tmp_path) / "job-chainermn.yaml"
-    run = run_job(job, env={"KUBETRAIN_IMAGE_MAP": str(image_map)})
+    run = run_job(job, env=env)
     succeeded(run, "chainerjob", "chainermn")
     # both ranks in the master pod, on real Chainer with ChainerMN's naive communicator
     started = run.find(r"rank (\d)/2 on chainermn-master-\S+: chainer 7\.8\.1, NaiveCommunicator", "master-0")
