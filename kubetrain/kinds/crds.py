@@ -30,13 +30,18 @@ def generate_all() -> dict[str, str]:
     return {**generated, **shipped}
 
 
+def _and(words: list[str]) -> str:
+    """`a and b`, `a, b and c`."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def kustomization(crd_files: list[str]) -> str:
     """The kustomization listing `crd_files`, with a line for each CRD serving several versions."""
     notes = [
-        f"# {reg.info.crd_name} serves {reg.kind} {reg.info.version} (storage) and "
-        f"{', '.join(v.version for v in reg.versions[1:])} from one CRD.\n"
+        f"# {reg.info.crd_name} serves {reg.kind} {_and([f'{reg.info.version} (storage)', *others])} "
+        "from one CRD.\n"
         for reg in REGISTRY
-        if len(reg.versions) > 1
+        if (others := [v.version for v in reg.versions[1:]])
     ]
     listing = "".join(f"- {name}\n" for name in sorted(crd_files))
     return (

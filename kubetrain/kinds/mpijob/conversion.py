@@ -1,4 +1,4 @@
-"""One CRD `mpijobs.kubeflow.org` serving MPIJob `v1` and `v2beta1`: which mechanics a job gets.
+"""One CRD `mpijobs.kubeflow.org` serving MPIJob `v1`, `v2beta1` and `v1alpha2`: which mechanics a job gets.
 
 Upstream ships the two versions in two operators whose CRDs cannot be installed together
 (kubeflow/trainer#1930). kubetrain serves both from one CRD and keeps every job on the mechanics
@@ -6,7 +6,10 @@ of the version it was written in:
 
 * `v1` (training-operator): ConfigMap with `kubexec.sh`, launcher RBAC, launcher *pod* that
   reaches the workers through `kubectl exec`;
-* `v2beta1` (mpi-operator): headless Service, SSH key Secret, sshd workers, launcher batch/v1 Job.
+* `v2beta1` (mpi-operator): headless Service, SSH key Secret, sshd workers, launcher batch/v1 Job;
+* `v1alpha2` (the original mpi-operator, v0.2): ConfigMap with `kubexec.sh`, launcher RBAC, workers
+  as a StatefulSet, a launcher batch/v1 Job reaching them through `kubectl exec`, the StatefulSet
+  scaled to 0 when the job ends.
 
 The design, and why:
 
@@ -26,7 +29,9 @@ The design, and why:
    `runLauncherAsWorker` (exactly as mpi-operator's CRD does) and the v1 schema does not, and the
    API server applies the *request* version's defaults on create: every job created as v2beta1
    carries those keys, no job created as v1 does. That also holds for jobs created by an upstream
-   mpi-operator CRD before kubetrain was installed.
+   mpi-operator CRD before kubetrain was installed. Likewise the v1alpha2 schema defaults the
+   top-level `backoffLimit` (to 6, what the v1alpha2 controller defaulted in memory), a field the
+   other versions do not have.
 4. **The operator freezes the answer** in the annotation `kubeflow.org/mpi-api-version` on its
    first reconcile, because a later write through the v2beta1 endpoint (Kueue suspending a job)
    would add the v2beta1 defaults to a v1 job. A user may set the annotation to choose explicitly.
@@ -42,13 +47,14 @@ import copy
 from typing import Any
 
 from kubetrain.api.kinds import GROUP, V1
-from kubetrain.kinds.mpijob.types import V2BETA1_MARKERS
+from kubetrain.kinds.mpijob.types import V1ALPHA2_MARKERS, V2BETA1_MARKERS
 
 V2BETA1 = "v2beta1"
-MPI_VERSIONS = (V1, V2BETA1)
+V1ALPHA2 = "v1alpha2"
+MPI_VERSIONS = (V1, V2BETA1, V1ALPHA2)
 STORAGE_VERSION = V1
 API_VERSION_ANNOTATION = f"{GROUP}/mpi-api-version"
-"""Records the version whose mechanics a job uses (`v1` or `v2beta1`); set by the operator."""
+"""Records the version whose mechanics a job uses (`v1`, `v2beta1` or `v1alpha2`); set by the operator."""
 
 
 def _version_of(api_version: Any) -> str | None:
@@ -67,9 +73,13 @@ def annotated_version(raw: Any) -> str | None:
     return value if value in MPI_VERSIONS else None
 
 
-def has_v2beta1_markers(raw: Any) -> bool:
+def _has_markers(raw: Any, markers: tuple[str, ...]) -> bool:
     spec = raw.get("spec") if isinstance(raw, dict) else None
-    return isinstance(spec, dict) and any(key in spec for key in V2BETA1_MARKERS)
+    return isinstance(spec, dict) and any(key in spec for key in markers)
+
+
+def has_v2beta1_markers(raw: Any) -> bool:
+    return _has_markers(raw, V2BETA1_MARKERS)
 
 
 def written_version(raw: Any) -> str:
@@ -79,6 +89,8 @@ def written_version(raw: Any) -> str:
         return recorded
     if has_v2beta1_markers(raw):
         return V2BETA1
+    if _has_markers(raw, V1ALPHA2_MARKERS):
+        return V1ALPHA2
     own = _version_of(raw.get("apiVersion")) if isinstance(raw, dict) else None
     return own or STORAGE_VERSION
 

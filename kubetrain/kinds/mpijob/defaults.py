@@ -1,4 +1,4 @@
-"""In-memory defaults of MPIJob (v1 and v2beta1).
+"""In-memory defaults of MPIJob (v1, v2beta1 and v1alpha2).
 
 As for the generic kinds (`kubetrain.api.defaults`), the controller defaults a copy on every
 reconcile and never writes it back. Each function returns a new object and shares unchanged
@@ -13,8 +13,15 @@ from typing import Any
 from kubetrain.api.defaults import normalize_replica_types
 from kubetrain.api.kinds import CLEAN_POD_NONE, RESTART_NEVER, RESTART_ON_FAILURE
 from kubetrain.api.types import ReplicaSpec, RunPolicy, TrainingJob
-from kubetrain.kinds.mpijob.types import LAUNCHER, LAUNCHER_AT_STARTUP, OPENMPI, ROOT_SSH_PATH, WORKER
-from kubetrain.kinds.mpijob.wire import MPIJOB_V1, v1_spec, v2_spec
+from kubetrain.kinds.mpijob.types import (
+    DEFAULT_V1ALPHA2_BACKOFF_LIMIT,
+    LAUNCHER,
+    LAUNCHER_AT_STARTUP,
+    OPENMPI,
+    ROOT_SSH_PATH,
+    WORKER,
+)
+from kubetrain.kinds.mpijob.wire import MPIJOB_V1, v1_spec, v1alpha2_spec, v2_spec
 
 
 def _clean_pod_policy(policy: RunPolicy | None, fallback: str | None) -> RunPolicy:
@@ -91,4 +98,24 @@ def default_v2(job: TrainingJob) -> TrainingJob:
         if WORKER in specs:
             specs[WORKER] = _replica(specs[WORKER], 0, RESTART_NEVER)
         spec.replica_specs = specs
+    return out
+
+
+def default_v1alpha2(job: TrainingJob) -> TrainingJob:
+    """`SetDefaults_MPIJob` of v1alpha2, on a copy: backoffLimit 6, cleanPodPolicy None, and the
+    launcher's restartPolicy OnFailure unless it is Never (a batch Job allows only those two)."""
+    out = dataclasses.replace(job)
+    if job.spec is None:
+        return out
+    spec = dataclasses.replace(v1alpha2_spec(job))
+    out.spec = spec  # MPIJob specs ride in the shared envelope
+    if spec.backoff_limit is None:
+        spec.backoff_limit = DEFAULT_V1ALPHA2_BACKOFF_LIMIT
+    if not spec.clean_pod_policy:
+        spec.clean_pod_policy = CLEAN_POD_NONE
+    specs = dict(spec.replica_specs or {})
+    launcher = specs.get(LAUNCHER)
+    if launcher is not None and launcher.restart_policy != RESTART_NEVER:
+        specs[LAUNCHER] = dataclasses.replace(launcher, restart_policy=RESTART_ON_FAILURE)
+    spec.replica_specs = specs
     return out

@@ -1,7 +1,8 @@
 # ruff: noqa: RUF009  (`wire()` returns a dataclasses.field; the call is the declaration, not a shared default)
-"""Wire types of MPIJob `kubeflow.org/v1` and `kubeflow.org/v2beta1`.
+"""Wire types of MPIJob `kubeflow.org/v1`, `kubeflow.org/v2beta1` and `kubeflow.org/v1alpha2`.
 
-Upstream's: docs/upstream-behaviour.md#kind-fields, #mpijob-v1 (v1) and #mpijob-v2beta1 (v2beta1).
+Upstream's: docs/upstream-behaviour.md#kind-fields, #mpijob-v1 (v1), #mpijob-v2beta1 (v2beta1) and
+#mpijob-v1alpha2 (v1alpha2, the original mpi-operator's StatefulSet procedure).
 
 Both versions share the envelope (`TrainingJob`), the replica spec, the run policy and the status
 of the v1 kinds; only the spec differs. Fields of the *other* version land in `extra` when a job
@@ -64,6 +65,31 @@ class MPIJobV2Spec:
     )
     extra: JsonDict = _extra()
 
+
+DEFAULT_V1ALPHA2_BACKOFF_LIMIT = 6
+"""mpi-operator v1alpha2's `SetDefaults_MPIJob`; kubetrain's v1alpha2 schema declares it (see
+`V1ALPHA2_MARKERS`)."""
+
+
+@dataclass
+class MPIJobV1Alpha2Spec:
+    """The original mpi-operator's MPIJob (v0.2): workers as a StatefulSet, a launcher batch Job
+    that reaches them through `kubectl exec`; top-level backoffLimit and activeDeadlineSeconds."""
+
+    slots_per_worker: I32 | None = wire("slotsPerWorker", schema={"minimum": 1})
+    backoff_limit: I32 | None = wire("backoffLimit", schema={"default": DEFAULT_V1ALPHA2_BACKOFF_LIMIT})
+    active_deadline_seconds: int | None = wire("activeDeadlineSeconds")
+    clean_pod_policy: str | None = wire("cleanPodPolicy")
+    replica_specs: dict[str, ReplicaSpec | None] | None = wire("mpiReplicaSpecs", schema=_REQUIRED)
+    main_container: str | None = wire("mainContainer")
+    run_policy: RunPolicy | None = wire("runPolicy")
+    extra: JsonDict = _extra()
+
+
+V1ALPHA2_MARKERS = ("backoffLimit", "activeDeadlineSeconds")
+"""Top-level spec keys only v1alpha2 has. Its schema defaults `backoffLimit` (to upstream's
+controller default, 6), so every job created as v1alpha2 carries it and no job created as v1 or
+v2beta1 does (the API server applies the request version's defaults)."""
 
 V2BETA1_MARKERS = ("sshAuthMountPath", "launcherCreationPolicy", "mpiImplementation", "runLauncherAsWorker")
 """Spec keys the v2beta1 schema defaults and the v1 schema does not: any stored job written as

@@ -1,4 +1,4 @@
-"""Validation of MPIJob (v1 and v2beta1) with upstream's messages.
+"""Validation of MPIJob (v1, v2beta1 and v1alpha2) with upstream's messages.
 
 Neither version has an admission webhook upstream; their controllers validate:
 
@@ -23,11 +23,12 @@ from kubetrain.api.kinds import (
     KindInfo,
 )
 from kubetrain.api.standalone import NON_NEGATIVE as _NON_NEGATIVE
+from kubetrain.api.standalone import containers
 from kubetrain.api.standalone import containers as _containers
 from kubetrain.api.types import ReplicaSpec, RunPolicy, TrainingJob
 from kubetrain.kinds.mpijob.defaults import default_v2
 from kubetrain.kinds.mpijob.types import LAUNCHER, MPI_IMPLEMENTATIONS, MPI_REPLICA_TYPES, WORKER
-from kubetrain.kinds.mpijob.wire import MPI_OPERATOR_CONTROLLER, v1_spec, v2_spec
+from kubetrain.kinds.mpijob.wire import MPI_OPERATOR_CONTROLLER, v1_spec, v1alpha2_spec, v2_spec
 from kubetrain.kube.names import is_dns1035_label
 
 V2_MANAGERS = (MPI_OPERATOR_CONTROLLER, MULTIKUEUE_CONTROLLER)
@@ -177,9 +178,36 @@ def validate_v1(job: TrainingJob) -> str | None:
     return None
 
 
+# ---- v1alpha2 -----------------------------------------------------------------------------------
+
+
+def validate_v1alpha2(job: TrainingJob) -> ErrorList:
+    """The v1alpha2 CRD's rules (Launcher replicas exactly 1, Worker replicas at least 1) and what
+    upstream's controller dereferences without checking (it panics on a job without a Worker or
+    without containers); kubetrain refuses those with a field error instead."""
+    errs = ErrorList()
+    base = "spec.mpiReplicaSpecs"
+    specs = v1alpha2_spec(job).replica_specs or {}
+    for rtype in (LAUNCHER, WORKER):
+        replica = specs.get(rtype)
+        path = f"{base}[{rtype}]"
+        if replica is None:
+            errs.append(required(path, f"an MPIJob v1alpha2 needs a {rtype} replica spec"))
+            continue
+        if not containers(replica.template):
+            errs.append(required(f"{path}.template.spec.containers", "must have at least one container"))
+        if rtype == LAUNCHER and replica.replicas not in (None, 1):
+            errs.append(invalid(f"{path}.replicas", replica.replicas, "must be 1"))
+        if rtype == WORKER and (replica.replicas is None or replica.replicas < 1):
+            errs.append(invalid(f"{path}.replicas", replica.replicas, "must be greater than or equal to 1"))
+    return errs
+
+
 def problems(job: TrainingJob, info: KindInfo) -> list[str]:
     """Every problem of a parsed MPIJob as messages (v2beta1 checked on its defaulted copy)."""
     if info.version == "v1":
         message = validate_v1(job)
         return [] if message is None else [message]
+    if info.version == "v1alpha2":
+        return list(validate_v1alpha2(job).messages())
     return list(validate_v2(default_v2(job)).messages())

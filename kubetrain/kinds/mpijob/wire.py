@@ -1,6 +1,7 @@
-"""MPIJob's descriptions, `kubeflow.org/v1` (training-operator) and `v2beta1` (mpi-operator), and its
-parse. The CRD generator serves both versions from one CRD, storage version first (see
-`kubetrain.kinds.mpijob.conversion`); a job is decoded as the version it was written in.
+"""MPIJob's descriptions, `kubeflow.org/v1` (training-operator), `v2beta1` (mpi-operator) and
+`v1alpha2` (the original mpi-operator), and its parse. The CRD generator serves the three versions
+from one CRD, storage version first (see `kubetrain.kinds.mpijob.conversion`); a job is decoded as
+the version it was written in.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from kubetrain.api.fielderrors import ErrorList
 from kubetrain.api.kinds import RESTART_NEVER, KindInfo
 from kubetrain.api.standalone import parse_standalone
 from kubetrain.api.types import TrainingJob
-from kubetrain.kinds.mpijob.conversion import V2BETA1, written_version
-from kubetrain.kinds.mpijob.types import MPI_REPLICA_TYPES, MPIJobV1Spec, MPIJobV2Spec
+from kubetrain.kinds.mpijob.conversion import V1ALPHA2, V2BETA1, written_version
+from kubetrain.kinds.mpijob.types import MPI_REPLICA_TYPES, MPIJobV1Alpha2Spec, MPIJobV1Spec, MPIJobV2Spec
 
 MPI_OPERATOR_NAME = "mpi-operator"
 """operator-name label value of v2beta1 children, and mpi-operator's controller name."""
@@ -49,6 +50,24 @@ MPIJOB_V2BETA1 = KindInfo(
     spec_type=MPIJobV2Spec,
     version=V2BETA1,
 )
+MPIJOB_V1ALPHA2 = KindInfo(
+    kind="MPIJob",
+    plural="mpijobs",
+    singular="mpijob",
+    replica_specs_field="mpiReplicaSpecs",
+    replica_types=MPI_REPLICA_TYPES,
+    default_container="",
+    default_port_name="",
+    default_port=0,
+    default_restart_policy=RESTART_NEVER,
+    framework="mpi",
+    controller_name=MPI_OPERATOR_NAME,
+    event_source="mpi-job-controller",  # mpi-operator v0.2's controllerAgentName
+    spec_type=MPIJobV1Alpha2Spec,
+    version=V1ALPHA2,
+)
+MPIJOB_VERSIONS = (MPIJOB_V1, MPIJOB_V2BETA1, MPIJOB_V1ALPHA2)
+"""Served versions, the storage version (v1) first."""
 
 
 def parse(raw: Any) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
@@ -57,7 +76,7 @@ def parse(raw: Any) -> tuple[TrainingJob | None, KindInfo | None, ErrorList]:
     It is decoded with the spec type of the version it was written in, whatever version it was
     read as: fields of the other version stay in `spec.extra`.
     """
-    return parse_standalone(raw, (MPIJOB_V1, MPIJOB_V2BETA1), TrainingJob, written_version)
+    return parse_standalone(raw, MPIJOB_VERSIONS, TrainingJob, written_version)
 
 
 def v1_spec(job: TrainingJob) -> MPIJobV1Spec:
@@ -69,3 +88,8 @@ def v1_spec(job: TrainingJob) -> MPIJobV1Spec:
 def v2_spec(job: TrainingJob) -> MPIJobV2Spec:
     spec: object = job.spec
     return spec if isinstance(spec, MPIJobV2Spec) else MPIJobV2Spec()
+
+
+def v1alpha2_spec(job: TrainingJob) -> MPIJobV1Alpha2Spec:
+    spec: object = job.spec
+    return spec if isinstance(spec, MPIJobV1Alpha2Spec) else MPIJobV1Alpha2Spec()

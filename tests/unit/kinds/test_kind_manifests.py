@@ -28,7 +28,7 @@ def test_the_committed_kustomization_is_the_generated_one() -> None:
 def test_the_kustomization_lists_every_crd_file_and_names_shared_crds() -> None:
     text = crds.kustomization(["b.yaml", "a.yaml"])
     assert yaml.safe_load(text)["resources"] == ["a.yaml", "b.yaml"]
-    assert "# mpijobs.kubeflow.org serves MPIJob v1 (storage) and v2beta1 from one CRD.\n" in text
+    assert "# mpijobs.kubeflow.org serves MPIJob v1 (storage), v2beta1 and v1alpha2 from one CRD.\n" in text
 
 
 def test_the_committed_rbac_grants_exactly_the_registered_kinds() -> None:

@@ -30,11 +30,15 @@ def test_one_registration_per_kind_in_served_order() -> None:
     assert [i.kind for i in all_kinds()] == list(registry.SERVED_KINDS)
 
 
-def test_mpijob_is_listed_as_its_storage_version_and_owns_children_of_both() -> None:
+def test_mpijob_is_listed_as_its_storage_version_and_owns_children_of_every_version() -> None:
     mpi = registry.BY_KIND["MPIJob"]
-    assert [v.api_version for v in mpi.versions] == ["kubeflow.org/v1", "kubeflow.org/v2beta1"]
+    assert [v.api_version for v in mpi.versions] == [
+        "kubeflow.org/v1",
+        "kubeflow.org/v2beta1",
+        "kubeflow.org/v1alpha2",
+    ]
     assert registry.SERVED_KINDS["MPIJob"].api_version == "kubeflow.org/v1"
-    assert mpi.owner_api_versions() == {"kubeflow.org/v1", "kubeflow.org/v2beta1"}
+    assert mpi.owner_api_versions() == {"kubeflow.org/v1", "kubeflow.org/v2beta1", "kubeflow.org/v1alpha2"}
     v2 = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "spec": {"mpiImplementation": "Intel"}}
     assert mpi.controller_name_for(v2) == "mpi-job-controller"  # mpi-operator's event recorder component
     assert mpi.event_api_version(v2) == "kubeflow.org/v2beta1"
@@ -67,7 +71,11 @@ def test_children_come_from_the_registrations() -> None:
 def test_crd_manifests_cover_every_version_of_the_named_kinds() -> None:
     crds = {crd["metadata"]["name"]: crd for crd in registry.crd_manifests(["MPIJob", "TFJob"])}
     assert set(crds) == {"mpijobs.kubeflow.org", "tfjobs.kubeflow.org"}
-    assert [v["name"] for v in crds["mpijobs.kubeflow.org"]["spec"]["versions"]] == ["v1", "v2beta1"]
+    assert [v["name"] for v in crds["mpijobs.kubeflow.org"]["spec"]["versions"]] == [
+        "v1",
+        "v2beta1",
+        "v1alpha2",
+    ]
 
 
 def test_offline_rules_only_for_kinds_without_a_webhook() -> None:

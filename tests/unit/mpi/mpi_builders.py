@@ -89,6 +89,21 @@ def v1_job(
     }
 
 
+def v1alpha2_job(name: str = "pi", workers: int | None = 2, *, spec: JsonDict | None = None) -> JsonDict:
+    """An MPIJob as the original mpi-operator's v1alpha2 examples write it."""
+    specs: JsonDict = {"Launcher": {"replicas": 1, "template": {"spec": {"containers": [container()]}}}}
+    if workers is not None:
+        specs["Worker"] = {"replicas": workers, "template": {"spec": {"containers": [container()]}}}
+    body: JsonDict = {"slotsPerWorker": 2, "backoffLimit": 6, "mpiReplicaSpecs": specs}
+    body.update(spec or {})
+    return {
+        "apiVersion": "kubeflow.org/v1alpha2",
+        "kind": "MPIJob",
+        "metadata": {"name": name, "namespace": "default", "uid": UID},
+        "spec": body,
+    }
+
+
 def key_of(obj: JsonDict) -> str:
     api_version = str(obj.get("apiVersion", ""))
     return f"{api_version}/{obj.get('kind')}"

@@ -124,13 +124,18 @@ def test_version_rule() -> None:
 # ---- CRD ---------------------------------------------------------------------------------------
 
 
-def test_one_crd_serves_both_versions_with_storage_v1() -> None:
+def test_one_crd_serves_the_three_versions_with_storage_v1() -> None:
     versions = [(v["name"], v["served"], v["storage"]) for v in MPI_CRD["spec"]["versions"]]
-    assert versions == [("v1", True, True), ("v2beta1", True, False)]
+    assert versions == [("v1", True, True), ("v2beta1", True, False), ("v1alpha2", True, False)]
     assert MPI_CRD["metadata"]["name"] == "mpijobs.kubeflow.org"
     v1_spec_schema = schema("v1")["properties"]["spec"]["properties"]
     v2_spec_schema = schema("v2beta1")["properties"]["spec"]["properties"]
-    assert set(v1_spec_schema) == set(v2_spec_schema)
+    v1alpha2_spec_schema = schema("v1alpha2")["properties"]["spec"]["properties"]
+    assert set(v1_spec_schema) == set(v2_spec_schema) == set(v1alpha2_spec_schema)
+    # only v1alpha2 defaults the top-level backoffLimit: the marker of a job written as v1alpha2
+    assert v1alpha2_spec_schema["backoffLimit"]["default"] == 6
+    assert "default" not in v1_spec_schema["backoffLimit"] and "default" not in v2_spec_schema["backoffLimit"]
+    assert "default" not in v1alpha2_spec_schema["mpiImplementation"]
     assert "default" not in v1_spec_schema["mpiImplementation"]
     assert v2_spec_schema["mpiImplementation"]["default"] == "OpenMPI"
     assert v2_spec_schema["launcherCreationPolicy"]["enum"] == ["AtStartup", "WaitForWorkersReady"]
@@ -164,6 +169,7 @@ def test_historical_crd_names() -> None:
     assert versions == [
         ("MPIJob", "v1"),
         ("MPIJob", "v2beta1"),
+        ("MPIJob", "v1alpha2"),
         ("ChainerJob", "v1alpha1"),
         ("Caffe2Job", "v1alpha1"),
     ]
