@@ -1,6 +1,7 @@
 """The MPI-family examples train for real under `kubetrain run` (the CLI as a subprocess).
 
-MPIJob v2beta1 (ssh through the node's exec endpoint) and v1 (kubexec.sh / kubectl exec), PyTorch
+MPIJob v2beta1 (ssh through the node's exec endpoint), v1 (kubexec.sh / kubectl exec) and v1alpha2
+(the same on a worker StatefulSet and a launcher batch Job), PyTorch
 launched by mpirun, a ChainerJob (plain mpi4py; and real ChainerMN in its own environment from
 scripts/chainer-env, KUBETRAIN_E2E_CHAINER_PYTHON) and a Caffe2Job; and a malformed mpirun command
 that must fail the job with the launcher's exit code in the Failed condition's message. Outcomes are read from
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from tests.e2e.e2e_helpers import (
     interpreter_image_map,
     require_modules,
     run_job,
+    run_kept,
     trained_on_digits,
 )
 
@@ -138,6 +141,48 @@ def test_mpi_v1_allreduce(tmp_path: Path) -> None:
     trace = "\n".join(m[0] for m in launcher_lines(run, r".*kubectl.*"))
     assert "/opt/kube/kubectl" in trace and "orted" in trace, run.describe()
     assert all(f"mpi-v1-allreduce-worker-{i}" in trace for i in (0, 1)), run.describe()
+
+
+def test_mpi_v1alpha2_statefulset(tmp_path: Path) -> None:
+    """The original mpi-operator's procedure: workers of a StatefulSet, a launcher batch Job whose
+    kubectl-delivery waits for them, mpirun through kubexec.sh; once Succeeded (cleanPodPolicy
+    Running) the worker StatefulSet is scaled to 0 and its pods go, read back through the API."""
+    from kubernetes import client, config
+
+    copy_example("mpi-v1-allreduce", tmp_path)  # allreduce.py is a symlink to its program
+    job = copy_example("mpi-v1alpha2-statefulset", tmp_path) / "job.yaml"
+    kubeconfig = tmp_path / "kubeconfig"
+    with run_kept(job, kubeconfig) as kept:
+        api = config.new_client_from_config(str(kubeconfig))
+        apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+        mpijob = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "kubeflow.org", "v1alpha2", "default", "mpijobs", "mpi-v1alpha2"
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            sts = apps.read_namespaced_stateful_set("mpi-v1alpha2-worker", "default")
+            workers = core.list_namespaced_pod("default", label_selector="mpi_role_type=worker").items
+            if sts.spec.replicas == 0 and not workers:
+                break
+            time.sleep(0.5)
+        config_map = core.read_namespaced_config_map("mpi-v1alpha2-config", "default")
+        launcher = client.BatchV1Api(api).read_namespaced_job("mpi-v1alpha2-launcher", "default")
+    run = kept.result()
+    succeeded(run, "mpijob", "mpi-v1alpha2")
+    check_allreduce(run, "mpi-v1alpha2")
+    assert sts.spec.replicas == 0 and sts.status.replicas == 0 and workers == [], run.describe()
+    assert sts.spec.pod_management_policy == "Parallel" and sts.spec.service_name == "mpi-v1alpha2-worker"
+    assert config_map.data["hostfile"] == "mpi-v1alpha2-worker-0 slots=2\nmpi-v1alpha2-worker-1 slots=2\n"
+    assert launcher.status.succeeded == 1 and launcher.spec.template.spec.service_account_name == (
+        "mpi-v1alpha2-launcher"
+    )
+    types = [(c["type"], c["status"]) for c in mpijob["status"]["conditions"]]
+    assert types == [("Created", "True"), ("Running", "False"), ("Succeeded", "True")], mpijob["status"]
+    assert mpijob["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}, mpijob["status"]
+    # the launcher's init container waited for the hostfile's workers before mpirun started
+    waited = launcher_lines(run, r"mpi-v1alpha2-worker-\d is running")
+    delivered = run.stdout.index("kubectl delivered to")
+    assert len(waited) == 2 and delivered < run.stdout.index("rank 0: 4 ranks"), run.describe()
 
 
 def test_mpi_pytorch(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+../mpi-v1-allreduce/allreduce.py
