@@ -6,6 +6,7 @@ the version it was written in.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kubetrain.api.fielderrors import ErrorList
@@ -50,22 +51,8 @@ MPIJOB_V2BETA1 = KindInfo(
     spec_type=MPIJobV2Spec,
     version=V2BETA1,
 )
-MPIJOB_V1ALPHA2 = KindInfo(
-    kind="MPIJob",
-    plural="mpijobs",
-    singular="mpijob",
-    replica_specs_field="mpiReplicaSpecs",
-    replica_types=MPI_REPLICA_TYPES,
-    default_container="",
-    default_port_name="",
-    default_port=0,
-    default_restart_policy=RESTART_NEVER,
-    framework="mpi",
-    controller_name=MPI_OPERATOR_NAME,
-    event_source="mpi-job-controller",  # mpi-operator v0.2's controllerAgentName
-    spec_type=MPIJobV1Alpha2Spec,
-    version=V1ALPHA2,
-)
+MPIJOB_V1ALPHA2 = dataclasses.replace(MPIJOB_V2BETA1, spec_type=MPIJobV1Alpha2Spec, version=V1ALPHA2)
+"""The original mpi-operator (v0.2): the same controller and event names (`mpi-job-controller`)."""
 MPIJOB_VERSIONS = (MPIJOB_V1, MPIJOB_V2BETA1, MPIJOB_V1ALPHA2)
 """Served versions, the storage version (v1) first."""
 
