@@ -166,13 +166,14 @@ def _node_args(env: ClusterEnv, workdir: Path) -> list[str]:
 
 
 def _node_env(logs: Path) -> dict[str, str]:
-    """The real-MXNet and real-ChainerMN examples' images run in their own interpreters, as in
-    `tests/e2e/test_examples` and `tests/e2e/test_mpi_examples`."""
+    """The real-MXNet, real-ChainerMN and real-Horovod examples' images run in their own
+    interpreters, as in `tests/e2e/test_examples`, `test_mpi_examples` and `test_horovod_examples`."""
     entries = [
         f'  - image: "{image}"\n    python: {python}\n'
         for image, python in (
             ("docker.io/kubeflow/mxnet*", os.environ.get("KUBETRAIN_E2E_MXNET_PYTHON", "")),
             ("everpeace/chainermn*", os.environ.get("KUBETRAIN_E2E_CHAINER_PYTHON", "")),
+            ("horovod/horovod*", os.environ.get("KUBETRAIN_E2E_HOROVOD_PYTHON", "")),
         )
         if python
     ]

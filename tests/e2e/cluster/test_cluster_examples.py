@@ -7,11 +7,13 @@ the real garbage collector. The one edit: each container's `workingDir` is set t
 copy on this machine, since an example's program is a file beside its YAML (on a real node it
 would be in the image). Real MXNet (`job-mxnet.yaml`) needs its interpreter mapped by the node's
 image map, so it runs when KUBETRAIN_E2E_MXNET_PYTHON is set (always in CI); real ChainerMN
-(`job-chainermn.yaml`) likewise with KUBETRAIN_E2E_CHAINER_PYTHON.
+(`job-chainermn.yaml`) likewise with KUBETRAIN_E2E_CHAINER_PYTHON, and real Horovod
+(`horovod-pytorch/`, MPIJob v2beta1 and v1) with KUBETRAIN_E2E_HOROVOD_PYTHON.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shutil
@@ -56,6 +58,8 @@ PROOF = {
     "chainer-mpi/job.yaml": r"2 ranks, identical weights: True",
     "chainer-mpi/job-chainermn.yaml": r"2 ranks, identical weights: True",
     "caffe2-workers/job.yaml": r"identical on all 2 shards: True",
+    "horovod-pytorch/job.yaml": r"4 ranks, identical weights: True",
+    "horovod-pytorch/job-v1.yaml": r"4 ranks, identical weights: True",
 }
 """A line that shows the example really trained, read through the API server from the kubelet
 API (`kubectl logs`); backoff-exceeded has none (its pods may be gone, its status says it all)."""
@@ -75,10 +79,12 @@ FRAMEWORKS = {
 }
 
 OWN_INTERPRETER = [
-    ("job-mxnet.yaml", "KUBETRAIN_E2E_MXNET_PYTHON", "real MXNet"),
-    ("job-chainermn.yaml", "KUBETRAIN_E2E_CHAINER_PYTHON", "real ChainerMN"),
+    ("mxnet-ps/job-mxnet.yaml", "KUBETRAIN_E2E_MXNET_PYTHON", "real MXNet"),
+    ("chainer-mpi/job-chainermn.yaml", "KUBETRAIN_E2E_CHAINER_PYTHON", "real ChainerMN"),
+    ("horovod-pytorch/*", "KUBETRAIN_E2E_HOROVOD_PYTHON", "real Horovod"),
 ]
-"""Examples whose images the node maps to an interpreter of their own (conftest's image map)."""
+"""Examples (`<example>/<job file>` patterns) whose images the node maps to an interpreter of their
+own (conftest's image map)."""
 
 
 def _example_files() -> list[Path]:
@@ -123,8 +129,8 @@ async def test_example_runs_on_the_cluster(
 ) -> None:
     example = path.parent.name
     require_modules(*FRAMEWORKS.get(example, ()))
-    for job_file, variable, framework in OWN_INTERPRETER:
-        if path.name == job_file and not os.environ.get(variable):
+    for pattern, variable, framework in OWN_INTERPRETER:
+        if fnmatch.fnmatchcase(f"{example}/{path.name}", pattern) and not os.environ.get(variable):
             if os.environ.get("CI") == "true":
                 pytest.fail(f"CI=true: {variable} is not set")
             pytest.skip(f"set {variable} to run {framework}")
