@@ -5,7 +5,7 @@ virtualenv (requirements-horovod.txt, scripts/horovod-env: .ci/run builds it and
 KUBETRAIN_E2E_HOROVOD_PYTHON); the node's image map points the MPIJob's image,
 horovod/horovod:0.28.1, at that interpreter, and mpirun finds it as `python` on PATH in every pod.
 The same train.py runs as an MPIJob v2beta1 (job.yaml: ssh through the node's exec endpoint) and v1
-(job-v1.yaml: kubexec.sh / kubectl exec), 4 ranks on 2 workers. Without the variable the tests skip
+(horovod-v1/job.yaml: kubexec.sh / kubectl exec), 4 ranks on 2 workers. Without the variable the tests skip
 (with the reason), under CI=true that is an error; likewise a missing mpirun.
 """
 
@@ -98,6 +98,6 @@ def test_horovod_pytorch_v2beta1(tmp_path: Path, horovod_env: dict[str, str]) ->
 
 
 def test_horovod_pytorch_v1(tmp_path: Path, horovod_env: dict[str, str]) -> None:
-    run = run_job(copy_example("horovod-pytorch", tmp_path) / "job-v1.yaml", env=horovod_env)
+    run = run_job(copy_example("horovod-v1", tmp_path) / "job.yaml", env=horovod_env)  # train.py: a symlink
     succeeded(run, "horovod-v1")
     trained_with_horovod(run, "horovod-v1")

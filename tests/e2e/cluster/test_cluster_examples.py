@@ -8,7 +8,7 @@ copy on this machine, since an example's program is a file beside its YAML (on a
 would be in the image). Real MXNet (`job-mxnet.yaml`) needs its interpreter mapped by the node's
 image map, so it runs when KUBETRAIN_E2E_MXNET_PYTHON is set (always in CI); real ChainerMN
 (`job-chainermn.yaml`) likewise with KUBETRAIN_E2E_CHAINER_PYTHON, and real Horovod
-(`horovod-pytorch/`, MPIJob v2beta1 and v1) with KUBETRAIN_E2E_HOROVOD_PYTHON.
+(`horovod-pytorch/` and `horovod-v1/`, MPIJob v2beta1 and v1) with KUBETRAIN_E2E_HOROVOD_PYTHON.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ PROOF = {
     "chainer-mpi/job-chainermn.yaml": r"2 ranks, identical weights: True",
     "caffe2-workers/job.yaml": r"identical on all 2 shards: True",
     "horovod-pytorch/job.yaml": r"4 ranks, identical weights: True",
-    "horovod-pytorch/job-v1.yaml": r"4 ranks, identical weights: True",
+    "horovod-v1/job.yaml": r"4 ranks, identical weights: True",
 }
 """A line that shows the example really trained, read through the API server from the kubelet
 API (`kubectl logs`); backoff-exceeded has none (its pods may be gone, its status says it all)."""
@@ -81,7 +81,7 @@ FRAMEWORKS = {
 OWN_INTERPRETER = [
     ("mxnet-ps/job-mxnet.yaml", "KUBETRAIN_E2E_MXNET_PYTHON", "real MXNet"),
     ("chainer-mpi/job-chainermn.yaml", "KUBETRAIN_E2E_CHAINER_PYTHON", "real ChainerMN"),
-    ("horovod-pytorch/*", "KUBETRAIN_E2E_HOROVOD_PYTHON", "real Horovod"),
+    ("horovod-*/*", "KUBETRAIN_E2E_HOROVOD_PYTHON", "real Horovod"),
 ]
 """Examples (`<example>/<job file>` patterns) whose images the node maps to an interpreter of their
 own (conftest's image map)."""

@@ -1,0 +1,1 @@
+../horovod-pytorch/train.py
