@@ -123,6 +123,10 @@ class NodeConfig:
     """Log files kept per container instance, the current one included (containerLogMaxFiles)."""
     kubelet_api: KubeletAPIConfig | None = None
     """None: no kubelet API (the embedded plane reads logs through `log_provider` instead)."""
+    api_service: str | None = None
+    """``host:port`` where pods reach the API server over TLS (the ``kubernetes`` Service of a
+    cluster): the kubelet's ``KUBERNETES_SERVICE_HOST``/``_PORT`` and ``KUBERNETES_PORT*`` of every
+    container (see `envresolve.kubernetes_service_env`); None sets none."""
 
     @property
     def log_policy(self) -> LogPolicy:
