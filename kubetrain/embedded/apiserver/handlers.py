@@ -565,6 +565,8 @@ class APIHandler:
         try:
             answer = self.tokens.request(ns, account, body if isinstance(body, dict) else {})
         except TokenError as exc:
+            if exc.bad_request:
+                raise errors.bad_request(str(exc)) from None
             raise errors.APIError(
                 422, "Invalid", f'TokenRequest.authentication.k8s.io "{name}" is invalid: {exc}'
             ) from None

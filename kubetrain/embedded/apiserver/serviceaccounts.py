@@ -184,7 +184,11 @@ def _unb64(text: str) -> bytes:
 
 
 class TokenError(ValueError):
-    """A TokenRequest the server refuses (its message is the validation error)."""
+    """A TokenRequest the server refuses: 422 with the validation error, or 400 (`bad_request`)."""
+
+    def __init__(self, message: str, bad_request: bool = False) -> None:
+        super().__init__(message)
+        self.bad_request = bad_request
 
 
 class TokenIssuer:
@@ -236,6 +240,12 @@ class TokenIssuer:
             if pod is None or (bound.get("uid") and bound["uid"] != puid):
                 raise TokenError(
                     f'the bound object pods "{bound.get("name")}" does not exist or has another uid'
+                )
+            if ((pod or {}).get("spec") or {}).get("serviceAccountName") != ameta.get("name"):
+                raise TokenError(
+                    f'cannot bind token for serviceaccount "{ameta.get("name")}" to pod running with '
+                    "different serviceaccount name.",
+                    bad_request=True,
                 )
             private["pod"] = {"name": bound.get("name"), "uid": puid}
             spec["boundObjectRef"] = {**bound, "uid": puid}

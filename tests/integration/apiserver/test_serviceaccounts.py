@@ -119,7 +119,19 @@ async def _token(http: Http, ns: NS, account: str, pod_body: dict[str, Any] | No
 async def test_tokens_are_authorized_by_rbac(http: Http, ns: NS, target: Target) -> None:
     status, body, _ = await http.post(ns.path("serviceaccounts"), {"metadata": {"name": "reader"}})
     assert status == 201, body
-    status, bound_pod, _ = await http.post(ns.pods, pod("holder"))
+    status, body, _ = await http.post(ns.pods, pod("other"))  # runs as `default`
+    assert status == 201, body
+    status, body, _ = await http.post(
+        f"{ns.path('serviceaccounts')}/reader/token",
+        {"spec": {"boundObjectRef": {"kind": "Pod", "name": "other", "uid": body["metadata"]["uid"]}}},
+    )
+    assert (status, body["reason"]) == (400, "BadRequest"), body
+    assert body["message"] == (
+        'cannot bind token for serviceaccount "reader" to pod running with different serviceaccount name.'
+    )
+    holder = pod("holder")
+    holder["spec"]["serviceAccountName"] = "reader"
+    status, bound_pod, _ = await http.post(ns.pods, holder)
     assert status == 201, bound_pod
     token = await _token(http, ns, "reader", bound_pod)
     user = f"system:serviceaccount:{ns.name}:reader"

@@ -39,7 +39,7 @@ def test_automount_off_on_the_account_or_pod_and_existing_volumes() -> None:
 def test_tokens_name_their_account_and_end_with_their_pod() -> None:
     objects: dict[tuple[str, str, str], dict[str, Any]] = {
         ("serviceaccounts", "ns", "sa"): {"metadata": {"name": "sa", "uid": "u1"}},
-        ("pods", "ns", "p"): {"metadata": {"name": "p", "uid": "u2"}},
+        ("pods", "ns", "p"): {"metadata": {"name": "p", "uid": "u2"}, "spec": {"serviceAccountName": "sa"}},
     }
     issuer = TokenIssuer(lambda kind, ns, name: objects.get((kind, ns, name)))
     body = {"spec": {"boundObjectRef": {"kind": "Pod", "name": "p", "uid": "u2"}, "expirationSeconds": 3607}}
