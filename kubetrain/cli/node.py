@@ -198,7 +198,7 @@ async def _serve(
     api = await _connect(kubeconfig, context)
     if config.api_service is None and api.base_url.startswith("https://"):
         # Pods are local processes: the `kubernetes` Service's cluster IP needs a kube-proxy, so
-        # they reach the API server where this node does (in KUBERNETES_SERVICE_HOST/PORT).
+        # they reach the API server where this node does (KUBETRAIN_API_SERVICE).
         address = api.base_url.removeprefix("https://").split("/", 1)[0]
         config.api_service = address if re.search(r":\d+$", address) else f"{address}:443"
     kubelet = config.kubelet_api

@@ -58,6 +58,7 @@ _SCRUBBED_ENV = (
     "KUBETRAIN_PORT_OFFSET_BELOW",
     "KUBETRAIN_SANDBOX",
     "KUBETRAIN_PATH_MAP",
+    "KUBETRAIN_API_SERVICE",
 )
 
 
@@ -357,7 +358,10 @@ class PodWorker:
         env.update(local.env)
         env["PATH"] = os.pathsep.join([*local.path, env.get("PATH") or os.defpath])
         env["HOSTNAME"] = self.hostname
-        if cfg.api_service:  # the variables of a cluster this process may itself run in
+        if cfg.api_service:
+            env["KUBETRAIN_API_SERVICE"] = cfg.api_service
+        if cfg.api_service and cfg.kubernetes_service_variables:
+            # not the variables of a cluster this process may itself run in
             for key in [k for k in env if k.startswith(("KUBERNETES_SERVICE_", "KUBERNETES_PORT"))]:
                 del env[key]
             env.update(kubernetes_service_env(cfg.api_service))

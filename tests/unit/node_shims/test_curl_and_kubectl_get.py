@@ -160,8 +160,7 @@ def test_kubectl_get_uses_the_service_account_and_rbac(tmp_path: Path, server: S
     (secrets / "namespace").write_text("default")
     host, port = server.url.removeprefix("https://").rsplit(":", 1)
     env = {
-        "KUBERNETES_SERVICE_HOST": host,
-        "KUBERNETES_SERVICE_PORT": port,
+        "KUBETRAIN_API_SERVICE": f"{host}:{port}",
         "KUBETRAIN_PATH_MAP": json.dumps({SA_DIR: str(secrets)}),
     }
     bin_dir = shims.install(tmp_path / "bin", tmp_path / "exec.sock")
@@ -200,6 +199,14 @@ def test_kubectl_get_uses_the_service_account_and_rbac(tmp_path: Path, server: S
     # the curl shim asks the same server for its version
     stable = _run(bin_dir, "curl", "-s", STABLE, env=env)
     assert stable.stdout == "v1.31.0"
+    # the kubelet's variables work as well
+    kubelet_env = {
+        **env,
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "KUBETRAIN_API_SERVICE": "",
+    }
+    assert _run(bin_dir, "kubectl", *get, env=kubelet_env).stdout == "2"
     # a token the server does not know: kubectl's 401 message
     (secrets / "token").write_text("not-a-token")
     unknown = _run(bin_dir, "kubectl", *get, env=env)

@@ -15,9 +15,10 @@ Tools:
   namespace defaults to the calling pod's, as in-cluster kubectl does). This is what MPIJob v1's
   ``kubexec.sh`` calls.
 * ``kubectl get RESOURCE [NAME...] [-n NS] [-o json|name|jsonpath=TEMPLATE]``: in a pod with
-  in-cluster credentials (``KUBERNETES_SERVICE_HOST``/``_PORT``, the service-account ``token``
-  and ``ca.crt``), asks the API server as in-cluster kubectl does, with its token (so RBAC
-  applies) and kubectl's messages for errors (``Error from server (Forbidden): ...``). Without
+  in-cluster credentials (``KUBERNETES_SERVICE_HOST``/``_PORT`` or the local node's
+  ``KUBETRAIN_API_SERVICE``, the service-account ``token`` and ``ca.crt``), asks the API server
+  as in-cluster kubectl does, with its token (so RBAC applies) and kubectl's messages for errors
+  (``Error from server (Forbidden): ...``). Without
   ``-o`` it prints the server's table. A jsonpath subset: ``{.a.b}``, ``{.a[0]}``, ``{.a[*].b}``
   and literal text; missing keys print nothing (kubectl's ``--allow-missing-template-keys``).
   Other subcommands, and ``get`` outside such a pod, go to a real ``kubectl`` when one exists.
@@ -366,8 +367,18 @@ class InCluster:
         self.host, self.port, self.token, self.ca_file = host, port, token, ca_file
 
     @staticmethod
-    def available() -> bool:
-        return bool(os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT"))
+    def address() -> tuple[str, int] | None:
+        """The API server's host and port: the kubelet's KUBERNETES_SERVICE_HOST/PORT, else the
+        local node's KUBETRAIN_API_SERVICE (``host:port``)."""
+        host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
+        if not (host and port):
+            host, _, port = (os.environ.get("KUBETRAIN_API_SERVICE") or "").rpartition(":")
+            host = host.strip("[]")
+        return (host, int(port)) if host and port and port.isdigit() else None
+
+    @classmethod
+    def available(cls) -> bool:
+        return cls.address() is not None
 
     @classmethod
     def load(cls) -> InCluster:
@@ -376,8 +387,8 @@ class InCluster:
             token = handle.read().strip() or None
         ca_path = pod_path(f"{SA_DIR}/ca.crt")
         ca = ca_path if os.path.exists(ca_path) else None
-        port = int(os.environ.get("KUBERNETES_SERVICE_PORT") or "443")
-        return cls(os.environ.get("KUBERNETES_SERVICE_HOST") or "", port, token, ca)
+        host, port = cls.address() or ("", 443)
+        return cls(host, port, token, ca)
 
     @property
     def server(self) -> str:
