@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 from pathlib import Path
 
 from kubetrain.cli.commands import HELP
@@ -195,6 +196,11 @@ async def _serve(
     kubeconfig: str | None, context: str | None, config: NodeConfig, bind: bool, network: NetworkMode
 ) -> int:
     api = await _connect(kubeconfig, context)
+    if config.api_service is None and api.base_url.startswith("https://"):
+        # Pods are local processes: the `kubernetes` Service's cluster IP needs a kube-proxy, so
+        # they reach the API server where this node does (KUBETRAIN_API_SERVICE).
+        address = api.base_url.removeprefix("https://").split("/", 1)[0]
+        config.api_service = address if re.search(r":\d+$", address) else f"{address}:443"
     kubelet = config.kubelet_api
     if kubelet is not None and kubelet.client_ca_file is None:
         path = _kubeconfig_path(kubeconfig)

@@ -263,6 +263,7 @@ class LocalPlane:
                             working_dir=self.working_dir,
                             network=self.network,
                             pods_dir=self.pods_dir,
+                            api_service=self.server.url.removeprefix("https://"),
                         )
                     ),
                 )

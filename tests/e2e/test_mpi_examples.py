@@ -239,6 +239,56 @@ def test_chainermn_real(tmp_path: Path) -> None:
     trained_on_digits(run, 2, "master-0")
 
 
+def test_chainer_workersets_real(tmp_path: Path) -> None:
+    """chainer-workersets/job.yaml: chainer-operator's distributed form (a master Job and a
+    StatefulSet of 2 workers) with real Chainer 7.8.1 + ChainerMN, one rank per pod. The
+    operator's own init containers run: `tutum/curl` downloads kubectl (the node's curl serves
+    it), the hostfile generator asks the API server with the launcher's service-account token
+    (RBAC: its Role's resourceNames), and mpiexec reaches the workers with `kubectl exec`, its
+    TCP BTL on the pods' `eth0` despite the operator's `btl_tcp_if_exclude=lo,docker0`."""
+    env = interpreter_image_map(
+        "KUBETRAIN_E2E_CHAINER_PYTHON",
+        "set it to the python scripts/chainer-env prints",
+        "everpeace/chainermn*",
+        tmp_path,
+    )
+    job = copy_example("chainer-workersets", tmp_path) / "job.yaml"
+    run = run_job(job, env=env)
+    succeeded(run, "chainerjob", "chainer-workersets")
+    # kubectl came from the node's curl; the generator found both workers Running through the API
+    # (init containers' lines are prefixed `master-0/<container> |`)
+    kubectl = r"\+ curl -LO https://storage\.googleapis\.com/kubernetes-release/release/v[\d.]+/bin/linux/amd64/kubectl"
+    assert re.search(r"kubectl-downloader +\| " + kubectl, run.stdout), run.describe()
+    found = set(
+        re.findall(
+            r"hostfile-generator +\| \+ echo (chainer-workersets-workerset-ws0-\d) slots=1", run.stdout
+        )
+    )
+    assert found == {"chainer-workersets-workerset-ws0-0", "chainer-workersets-workerset-ws0-1"}, (
+        run.describe()
+    )
+    # one rank in each pod: the master's and both workers'
+    started = run.find(
+        r"rank (\d)/3 on (chainer-workersets-\S+): chainer 7\.8\.1, NaiveCommunicator", "master-0"
+    )
+    hosts = {m[2] for m in started}
+    assert sorted(m[1] for m in started) == ["0", "1", "2"], run.describe()
+    assert len(hosts) == 3 and sum(h.startswith("chainer-workersets-master-") for h in hosts) == 1, hosts
+    assert {"chainer-workersets-workerset-ws0-0", "chainer-workersets-workerset-ws0-1"} <= hosts
+    shards = run.find(r"rank (\d)/3: (\d+) training, (\d+) test samples", "master-0")
+    assert sorted((m[1], m[2]) for m in shards) == [("0", "500"), ("1", "500"), ("2", "500")], run.describe()
+    losses = run.find(r"rank (?P<rank>\d)/3: loss (?P<first>[\d.]+) -> (?P<last>[\d.]+)", "master-0")
+    assert sorted(m["rank"] for m in losses) == ["0", "1", "2"], run.describe()
+    for m in losses:
+        first, last = floats(m, "first", "last")
+        assert last < first / 2, run.describe()
+    trained_on_digits(run, 3, "master-0")
+    # the master done, the operator scaled the worker StatefulSet to 0: no worker pod left
+    assert re.search(r"chainerjob/chainer-workersets: Complete\s+ws0 none left of 2", run.stderr), (
+        run.describe()
+    )
+
+
 def test_caffe2_workers(tmp_path: Path) -> None:
     require_modules("sklearn")
     run = run_job(copy_example("caffe2-workers", tmp_path) / "job.yaml")

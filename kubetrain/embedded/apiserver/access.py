@@ -9,7 +9,9 @@ this order, a request must
    listens on, with or without the port): a rebound page sends ``Host: evil.example:PORT``;
 2. carry no ``Origin``, or a loopback one: browsers add it to cross-origin writes;
 3. carry ``Authorization: Bearer <token>``, the random token of this server that only the
-   kubeconfig (mode 0600) holds. Cookies and query parameters are never credentials.
+   kubeconfig (mode 0600) holds, or a service-account token this server issued to a pod
+   (`serviceaccounts`; its requests are then authorized by `rbac`). Cookies and query
+   parameters are never credentials.
 
 Step 3 answers as kube-apiserver with a token authenticator: a missing or wrong token is a 401
 Status ``Unauthorized``. Anonymous requests may read what kube-apiserver's default RBAC grants
@@ -23,6 +25,7 @@ anonymous.
 
 from __future__ import annotations
 
+import contextvars
 import hmac
 from collections.abc import Awaitable, Callable
 
@@ -32,8 +35,11 @@ from kubetrain.kube.loopback import LoopbackNames
 
 from . import errors
 from .jsonutil import dumps
+from .serviceaccounts import ADMIN, TokenIssuer, UserInfo
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CURRENT_USER: contextvars.ContextVar[UserInfo | None] = contextvars.ContextVar("kubetrain_user", default=None)
+"""Who sent the request being handled (set by the middleware); None for anonymous reads."""
 
 PUBLIC_INFO_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 """The nonResourceURLs of kube-apiserver's ``system:public-info-viewer`` ClusterRole."""
@@ -55,11 +61,12 @@ def _answer(err: errors.APIError) -> web.Response:
 class AccessControl:
     """The three checks above, as one aiohttp middleware; ``token`` is the credential to accept."""
 
-    def __init__(self, token: str, listen_host: str) -> None:
+    def __init__(self, token: str, listen_host: str, tokens: TokenIssuer | None = None) -> None:
         if not token:
             raise ValueError("the embedded API server needs a non-empty bearer token")
         self._token = token.encode()
         self._loopback = LoopbackNames([listen_host])
+        self._tokens = tokens
 
     def host_error(self, host: str | None) -> errors.APIError | None:
         if self._loopback.host_allowed(host):
@@ -78,20 +85,27 @@ class AccessControl:
             "of other sites; call it with kubectl, the kubetrain client or an SDK, not from a browser"
         )
 
-    def authenticate(self, request: web.Request) -> bool:
-        """Whether the request may go on: this server's token (compared in constant time), or no
-        token at all on a public-info path."""
+    def authenticate(self, request: web.Request) -> tuple[bool, UserInfo | None]:
+        """Whether the request may go on, and as whom: this server's token (compared in constant
+        time; `ADMIN`), a service-account token of `tokens`, or no token at all on a
+        public-info path (anonymous: None)."""
         token = _bearer(request.headers.get("Authorization"))
         if token is None:
-            return request.method in ("GET", "HEAD") and request.path in PUBLIC_INFO_PATHS
+            return request.method in ("GET", "HEAD") and request.path in PUBLIC_INFO_PATHS, None
         # aiohttp keeps undecodable header bytes as surrogates: compare the bytes that were sent.
-        return hmac.compare_digest(token.encode("utf-8", "surrogateescape"), self._token)
+        if hmac.compare_digest(token.encode("utf-8", "surrogateescape"), self._token):
+            return True, ADMIN
+        user = self._tokens.authenticate(token) if self._tokens is not None else None
+        return user is not None, user
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         err = self.host_error(request.headers.get("Host")) or self.origin_error(request.headers.get("Origin"))
-        if err is None and not self.authenticate(request):
-            err = unauthorized()
+        if err is None:
+            ok, user = self.authenticate(request)
+            if not ok:
+                err = unauthorized()
+            CURRENT_USER.set(user)
         if err is not None:
             return _answer(err)
         return await handler(request)

@@ -11,6 +11,7 @@ _SUB_VERBS = {
     "scale": ["get", "patch", "update"],
     "log": ["get"],
     "binding": ["create"],
+    "token": ["create"],
     "finalize": ["update"],
 }
 
@@ -85,6 +86,8 @@ def _entries(rt: ResourceType) -> list[dict[str, Any]]:
             entry.update(group="autoscaling", version="v1", kind="Scale")
         elif sub == "binding":
             entry["kind"] = "Binding"
+        elif sub == "token":
+            entry.update(group="authentication.k8s.io", version="v1", kind="TokenRequest")
         out.append(entry)
     return out
 

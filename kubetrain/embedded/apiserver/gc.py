@@ -6,6 +6,10 @@
   references (owner uid gone) are collected too.
 * Namespace lifecycle: a Terminating namespace has its contents deleted, then disappears.
 * CRD cleanup: a deleted CRD has its instances deleted, then its finalizer removed.
+* Service accounts (kube-controller-manager's serviceaccount and root-ca-cert-publisher
+  controllers, once `publish_root_ca` gave the serving CA): every namespace that is not
+  terminating has a ``default`` ServiceAccount and a ``kube-root-ca.crt`` ConfigMap holding the
+  CA, recreated when deleted and put back when changed.
 
 Work is queued from store events and processed promptly on the event loop, yielding now and
 then so a large cascade does not stall request handling.
@@ -23,6 +27,7 @@ from .errors import APIError
 from .jsonutil import clone
 from .resources import CRD_KEY, NAMESPACE_KEY
 from .rest import FOREGROUND, ORPHAN, DeleteOptions, ObjectStorage
+from .serviceaccounts import DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP, default_account, root_ca_configmap
 from .store import Event, ObjKey, meta_of
 
 log = logging.getLogger(__name__)
@@ -43,7 +48,14 @@ class ControllerManager:
         self._queue: deque[WorkItem] = deque()
         self._queued: set[WorkItem] = set()
         self._wake = asyncio.Event()
+        self._root_ca: str | None = None
         self._store.add_listener(self.on_event)
+
+    def publish_root_ca(self, ca_pem: str) -> None:
+        """Start the service-account controllers with the CA in-cluster clients should trust."""
+        self._root_ca = ca_pem
+        for ns in self._store.iter(NAMESPACE_KEY):
+            self._enqueue(("accounts", meta_of(ns)["name"]))
 
     def _enqueue(self, item: WorkItem) -> None:
         if item not in self._queued:
@@ -54,6 +66,14 @@ class ControllerManager:
     def on_event(self, ev: Event) -> None:
         meta = meta_of(ev.obj)
         ns = meta.get("namespace", "")
+        if self._root_ca is not None:
+            if ev.key == NAMESPACE_KEY and ev.type != "DELETED":
+                self._enqueue(("accounts", meta["name"]))
+            elif (ev.key, meta.get("name")) in (
+                ("serviceaccounts", DEFAULT_ACCOUNT),
+                ("configmaps", ROOT_CA_CONFIGMAP),
+            ):
+                self._enqueue(("accounts", ns))
         if ev.type == "DELETED":
             if meta.get("uid"):
                 self._enqueue(("dependents", meta["uid"]))
@@ -115,6 +135,28 @@ class ControllerManager:
             self._finish_namespace(item[1])
         elif kind == "crd":
             self._finish_crd(item[1])
+        elif kind == "accounts":
+            self._ensure_accounts(item[1])
+
+    # --- service accounts ----------------------------------------------------------------
+
+    def _ensure_accounts(self, name: str) -> None:
+        ns = self._store.get(NAMESPACE_KEY, "", name)
+        if ns is None or meta_of(ns).get("deletionTimestamp") or self._root_ca is None:
+            return
+        sa_rt = self._rest.catalog.storage_type("serviceaccounts")
+        cm_rt = self._rest.catalog.storage_type("configmaps")
+        assert sa_rt is not None and cm_rt is not None
+        if self._store.get("serviceaccounts", name, DEFAULT_ACCOUNT) is None:
+            self._rest.create(sa_rt, name, default_account(name))
+        current = self._store.get("configmaps", name, ROOT_CA_CONFIGMAP)
+        desired = root_ca_configmap(name, self._root_ca)
+        if current is None:
+            self._rest.create(cm_rt, name, desired)
+        elif current.get("data") != desired["data"]:
+            new = clone(current)
+            new["data"] = desired["data"]
+            self._rest.write(cm_rt, current, new)
 
     # --- garbage collection --------------------------------------------------------------
 

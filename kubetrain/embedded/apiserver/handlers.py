@@ -19,7 +19,8 @@ from aiohttp import web
 
 from kubetrain.kube.labels import LabelSelector, SelectorError
 
-from . import admission, discovery, errors
+from . import admission, discovery, errors, rbac
+from .access import CURRENT_USER
 from .decoding import check_delete_options, check_size, decode_json, decode_yaml, unrecognized
 from .errors import APIError
 from .faults import FaultInjector
@@ -29,6 +30,7 @@ from .logs import LogOptions, LogProvider, LogUnavailable
 from .resources import BUILTINS, ResourceType
 from .rest import APPLY_PATCH, DeleteOptions, ObjectStorage
 from .selection import FieldSelector
+from .serviceaccounts import TokenError, TokenIssuer
 from .store import TooOld
 from .tables import to_table, wants_table
 from .watch import Watcher, WatchHub
@@ -114,7 +116,9 @@ class APIHandler:
         faults: FaultInjector,
         log_provider: Callable[[], LogProvider | None],
         address: Callable[[], str],
+        tokens: TokenIssuer | None = None,
     ) -> None:
+        self.tokens = tokens
         self.rest = rest
         self.catalog = rest.catalog
         self.hub = hub
@@ -235,11 +239,21 @@ class APIHandler:
         fault = self.faults.check(verb, rt, req.subresource, req.namespace, req.name or "")
         if fault is not None:
             raise fault
+        self._authorize(request, verb, req)
         handler = self._route(verb, req) if req.subresource or verb in rt.verbs else None
         if handler is None:
             action = f"{verb} {req.subresource}" if req.subresource else verb
             raise errors.method_not_supported(rt.group, rt.plural, action)
         return await handler(request, req)
+
+    def _authorize(self, request: web.Request, verb: str, req: ResourceRequest) -> None:
+        """RBAC for service accounts (see `rbac`); the server's own token may do everything."""
+        user = CURRENT_USER.get()
+        if user is None or user.service_account is None:
+            return
+        args = (verb, req.rt.group, req.rt.plural, req.subresource, req.namespace or "", req.name or "")
+        if not rbac.allowed(self.rest.store, user, *args):
+            raise rbac.forbidden(user, *args)
 
     def _route(
         self, verb: str, req: ResourceRequest
@@ -250,6 +264,8 @@ class APIHandler:
             return self._logs if verb == "get" else None
         if sub == "binding" or (rt.plural == "bindings" and rt.group == ""):
             return self._binding if verb == "create" else None
+        if sub == "token":
+            return self._token if verb == "create" and self.tokens is not None else None
         if sub == "scale":
             return {"get": self._get_scale, "update": self._put_scale, "patch": self._patch_scale}.get(verb)
         if sub in ("status", None):
@@ -537,6 +553,24 @@ class APIHandler:
         return _json(
             {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
         )
+
+    async def _token(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
+        """TokenRequest (``serviceaccounts/<name>/token``), as the kubelet asks for pod tokens."""
+        assert self.tokens is not None
+        body = _body(await request.read(), request.content_type, "TokenRequest")
+        ns, name = self._ns(req), req.name or ""
+        account = self.rest.store.get(req.rt.key, ns, name)
+        if account is None:
+            raise errors.not_found("", "serviceaccounts", name)
+        try:
+            answer = self.tokens.request(ns, account, body if isinstance(body, dict) else {})
+        except TokenError as exc:
+            if exc.bad_request:
+                raise errors.bad_request(str(exc)) from None
+            raise errors.APIError(
+                422, "Invalid", f'TokenRequest.authentication.k8s.io "{name}" is invalid: {exc}'
+            ) from None
+        return _json(answer, 201)
 
     async def _logs(self, request: web.Request, req: ResourceRequest) -> web.StreamResponse:
         ns, name, q = self._ns(req), req.name or "", request.query

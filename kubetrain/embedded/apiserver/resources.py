@@ -175,7 +175,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _b("v1", "ConfigMap", ("cm",)),
     _b("v1", "Secret", (), field_selectors=("type",)),
     _b("v1", "Event", ("ev",), field_selectors=_EVENT_FIELDS),
-    _b("v1", "ServiceAccount", ("sa",)),
+    _b("v1", "ServiceAccount", ("sa",), ("token",)),
     _b("v1", "Node", ("no",), ("status",), field_selectors=("spec.unschedulable",)),
     _b("v1", "Endpoints", ("ep",)),
     _b("v1", "PersistentVolumeClaim", ("pvc",), ("status",)),

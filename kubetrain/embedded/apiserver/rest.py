@@ -37,6 +37,7 @@ from .schema import (
     validate_transitions,
 )
 from .selection import FieldSelector
+from .serviceaccounts import admit_pod
 from .store import Store, TooOld, meta_of
 from .updates import update_errors
 
@@ -113,6 +114,7 @@ class ObjectStorage:
         self.converters: dict[str, Converter] = {"None": convert_none, **(converters or {})}
         self._ips = ClusterIPAllocator()
         self.admission = AdmissionChain()
+        self.service_accounts = True  # the ServiceAccount admission plugin mutates new pods
 
     def restored(self) -> None:
         """Continue after `Store.restore`: the cluster IPs restored Services hold stay theirs."""
@@ -285,6 +287,8 @@ class ObjectStorage:
                 if self.store.get(rt.key, ns, name) is None:
                     break
         meta["name"] = name
+        if rt.kind == "Pod" and rt.group == "" and self.service_accounts:
+            admit_pod(obj, lambda account: self.store.get("serviceaccounts", ns, account))
         self._process(rt, obj, None)
         if rt.key == CRD_KEY:
             obj["status"] = crd_status(obj, None, self.catalog)

@@ -34,6 +34,7 @@ from .openapi_http import OpenAPIHandlers
 from .persistence import Journal
 from .resources import NAMESPACE_KEY, ResourceCatalog
 from .rest import Converter, ObjectStorage, PodDeletion
+from .serviceaccounts import TokenIssuer
 from .store import Store
 from .tls import ServingTLS, make_serving_tls
 
@@ -89,6 +90,7 @@ class EmbeddedAPIServer:
         admission: list[AdmissionPlugin] | None = None,
         state_file: Path | None = None,
         plain_http: bool = False,
+        service_accounts: bool = True,
     ) -> None:
         self.store = Store(history_size)
         self.catalog = ResourceCatalog()
@@ -96,6 +98,9 @@ class EmbeddedAPIServer:
         self._crds = CRDController(self.store, self.catalog)
         self.openapi = OpenAPIService(self.catalog)
         self._controllers = ControllerManager(self.rest)
+        self._service_accounts = service_accounts
+        self.tokens = TokenIssuer(self.store.get) if service_accounts else None
+        self.rest.service_accounts = service_accounts
         self.hub = self._make_hub(bookmark_interval, watch_queue_size)
         self.faults = FaultInjector()
         self.log_provider = log_provider
@@ -139,9 +144,14 @@ class EmbeddedAPIServer:
         self._ca_dir = Path(tempfile.mkdtemp(prefix="kubetrain-apiserver-"))
         (self._ca_dir / "ca.crt").write_bytes(self._tls.ca_pem)
         handler = APIHandler(
-            self.rest, self.hub, self.faults, lambda: self.log_provider, lambda: f"{self._host}:{self._port}"
+            self.rest,
+            self.hub,
+            self.faults,
+            lambda: self.log_provider,
+            lambda: f"{self._host}:{self._port}",
+            self.tokens,
         )
-        access = AccessControl(self.token, host)
+        access = AccessControl(self.token, host, self.tokens)
         app = web.Application(
             client_max_size=64 * 1024 * 1024,
             middlewares=[access.middleware, mediatypes.middleware, fieldvalidation.middleware],
@@ -160,6 +170,8 @@ class EmbeddedAPIServer:
             await plain.start()
             self._plain_port = plain._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._loop = asyncio.get_running_loop()
+        if self._service_accounts:
+            self._controllers.publish_root_ca(self._tls.ca_pem.decode())
         # The OpenAPI schemas field validation needs: decompressed off the loop, not on a first write.
         self._loop.run_in_executor(None, builtin_data)
         self._tasks = [

@@ -123,6 +123,17 @@ class NodeConfig:
     """Log files kept per container instance, the current one included (containerLogMaxFiles)."""
     kubelet_api: KubeletAPIConfig | None = None
     """None: no kubelet API (the embedded plane reads logs through `log_provider` instead)."""
+    api_service: str | None = None
+    """``host:port`` where pods reach the API server over TLS (the ``kubernetes`` Service of a
+    cluster), given to every container as ``KUBETRAIN_API_SERVICE``: the node's ``kubectl`` and
+    ``curl`` find the server there; None sets nothing."""
+    kubernetes_service_variables: bool = False
+    """Also set the kubelet's ``KUBERNETES_SERVICE_HOST``/``_PORT`` and ``KUBERNETES_PORT*`` to
+    `api_service` (see `envresolve.kubernetes_service_env`). Off by default: programs that detect
+    Kubernetes by ``KUBERNETES_SERVICE_HOST`` then read the token at the literal path
+    ``/var/run/secrets/kubernetes.io/serviceaccount/token``, which a local pod's mounts do not
+    provide (mount paths are rewritten in command, args and env, and for exec only), and fail: JAX's
+    ``jax.distributed.initialize`` stops with "Service token file does not exist"."""
 
     @property
     def log_policy(self) -> LogPolicy:

@@ -21,6 +21,26 @@ JsonDict = dict[str, Any]
 _KIND_TITLE = {"configmap": "ConfigMap", "secret": "Secret"}
 
 
+def kubernetes_service_env(address: str | None) -> dict[str, str]:
+    """The variables the kubelet derives from the ``kubernetes`` Service (port ``https``) for every
+    container, enableServiceLinks or not: in-cluster clients find the API server through them.
+    `address` is ``host:port`` (``[v6]:port``); a container's own ``env`` overrides them."""
+    if not address:
+        return {}
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    return {
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "KUBERNETES_SERVICE_PORT_HTTPS": port,
+        "KUBERNETES_PORT": f"tcp://{address}",
+        f"KUBERNETES_PORT_{port}_TCP": f"tcp://{address}",
+        f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+        f"KUBERNETES_PORT_{port}_TCP_PORT": port,
+        f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
+    }
+
+
 async def _source_data(
     source: ObjectSource, kind: str, namespace: str, name: str, optional: bool
 ) -> dict[str, bytes] | None:

@@ -5,10 +5,16 @@ Two gaps of the local node show up as soon as MPI runs across pods (found with r
 * **Interfaces.** mpirun and the MPI ranks advertise the addresses of the machine's interfaces
   (``SIOCGIFCONF``/``getifaddrs``), not the address they bound, and every pod's listeners are on its
   own loopback IP (`netshim`). So orted dialled ``tcp://<eth0 address>:port`` and found nothing.
-  This library reports, in a pod, every non-loopback IPv4 interface with the pod IP and the pod
-  network's mask, as a pod on a cluster sees its ``eth0``. With the node agent's default
+  This library shows a pod what a pod on a cluster has: ``lo`` (127.0.0.1, unchanged) and
+  ``eth0`` with the pod IP and the pod network's mask (``getifaddrs``, ``SIOCGIFCONF`` and the
+  ``SIOCGIF*`` requests on ``eth0``). ``eth0`` is the machine's first running non-loopback
+  interface with an IPv4 address (not a ``docker*`` bridge when another exists), renamed, with one
+  IPv4 address; the machine's other interfaces are hidden; on a machine with no other interface
+  an ``eth0`` is made up (flags up/running, index 9999, MTU 1500). With the node agent's default
   ``OMPI_MCA_{oob,btl}_tcp_if_include=<pod CIDR>`` (see `exec.mpi_env`) OpenMPI then uses exactly
-  the pod addresses. Loopback (``lo``, 127.0.0.1) is reported unchanged.
+  the pod addresses, and so it does with an operator's ``btl_tcp_if_exclude=lo,docker0``
+  (chainer-operator's), which keeps ``eth0``. Verified with OpenMPI 4.1 on a machine with
+  ``eth0``, in network namespaces with only ``lo`` and with ``docker0`` + ``ens9``.
 * **A wildcard bind spelled AF_UNSPEC.** OpenMPI's TCP BTL binds outgoing sockets to an
   all-zero ``AF_UNSPEC`` address, which Linux takes as ``0.0.0.0`` on an AF_INET socket; the bind
   shim only rewrites ``AF_INET`` wildcards, so the connection left from 127.0.0.1 and the peer

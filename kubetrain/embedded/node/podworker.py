@@ -29,7 +29,7 @@ from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import core_event, object_reference
 
 from .context import NodeContext
-from .envresolve import resolve_env
+from .envresolve import kubernetes_service_env, resolve_env
 from .errors import ContainerConfigError, MountError, StartError
 from .expand import expand
 from .gpus import ADMISSION_REASON, DevicesUnavailable, PodDevices, allocated_status
@@ -58,6 +58,7 @@ _SCRUBBED_ENV = (
     "KUBETRAIN_PORT_OFFSET_BELOW",
     "KUBETRAIN_SANDBOX",
     "KUBETRAIN_PATH_MAP",
+    "KUBETRAIN_API_SERVICE",
 )
 
 
@@ -357,6 +358,13 @@ class PodWorker:
         env.update(local.env)
         env["PATH"] = os.pathsep.join([*local.path, env.get("PATH") or os.defpath])
         env["HOSTNAME"] = self.hostname
+        if cfg.api_service:
+            env["KUBETRAIN_API_SERVICE"] = cfg.api_service
+        if cfg.api_service and cfg.kubernetes_service_variables:
+            # not the variables of a cluster this process may itself run in
+            for key in [k for k in env if k.startswith(("KUBERNETES_SERVICE_", "KUBERNETES_PORT"))]:
+                del env[key]
+            env.update(kubernetes_service_env(cfg.api_service))
         env.update(pod_env)
         env.update(self.ctx.network.pod_env(self.namespace, self.hostname, self.state.pod_ip, env))
         env.update(self.ctx.gpus.container_env(self.devices, str(cspec.get("name", ""))))

@@ -7,7 +7,7 @@ the real garbage collector. The one edit: each container's `workingDir` is set t
 copy on this machine, since an example's program is a file beside its YAML (on a real node it
 would be in the image). Real MXNet (`job-mxnet.yaml`) needs its interpreter mapped by the node's
 image map, so it runs when KUBETRAIN_E2E_MXNET_PYTHON is set (always in CI); real ChainerMN
-(`job-chainermn.yaml`) likewise with KUBETRAIN_E2E_CHAINER_PYTHON, and real Horovod
+(`job-chainermn.yaml`, `chainer-workersets/`) likewise with KUBETRAIN_E2E_CHAINER_PYTHON, and real Horovod
 (`horovod-pytorch/` and `horovod-v1/`, MPIJob v2beta1 and v1) with KUBETRAIN_E2E_HOROVOD_PYTHON.
 """
 
@@ -57,6 +57,7 @@ PROOF = {
     "mpi-pytorch/job.yaml": r"4 ranks, weights identical on all ranks: True",
     "chainer-mpi/job.yaml": r"2 ranks, identical weights: True",
     "chainer-mpi/job-chainermn.yaml": r"2 ranks, identical weights: True",
+    "chainer-workersets/job.yaml": r"3 ranks, identical weights: True",
     "caffe2-workers/job.yaml": r"identical on all 2 shards: True",
     "horovod-pytorch/job.yaml": r"4 ranks, identical weights: True",
     "horovod-v1/job.yaml": r"4 ranks, identical weights: True",
@@ -81,6 +82,7 @@ FRAMEWORKS = {
 OWN_INTERPRETER = [
     ("mxnet-ps/job-mxnet.yaml", "KUBETRAIN_E2E_MXNET_PYTHON", "real MXNet"),
     ("chainer-mpi/job-chainermn.yaml", "KUBETRAIN_E2E_CHAINER_PYTHON", "real ChainerMN"),
+    ("chainer-workersets/job.yaml", "KUBETRAIN_E2E_CHAINER_PYTHON", "real ChainerMN"),
     ("horovod-*/*", "KUBETRAIN_E2E_HOROVOD_PYTHON", "real Horovod"),
 ]
 """Examples (`<example>/<job file>` patterns) whose images the node maps to an interpreter of their

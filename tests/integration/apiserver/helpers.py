@@ -92,10 +92,15 @@ class WatchStream:
         self.resp = resp
 
     async def next(self, timeout: float = 3.0) -> dict[str, Any] | None:
-        line = await asyncio.wait_for(self.resp.content.readline(), timeout)
-        if not line:
-            return None
-        return json.loads(line)  # type: ignore[no-any-return]
+        """The next event, skipping those of the cluster's own objects (`NOISE`: both servers'
+        controllers create kube-root-ca.crt in every new namespace, while a test may watch)."""
+        while True:
+            line = await asyncio.wait_for(self.resp.content.readline(), timeout)
+            if not line:
+                return None
+            ev: dict[str, Any] = json.loads(line)
+            if not is_noise(ev.get("object") or {}):
+                return ev
 
     async def take(self, n: int, timeout: float = 3.0, skip_bookmarks: bool = True) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

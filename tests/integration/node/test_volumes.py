@@ -171,18 +171,10 @@ KUBE_API_ACCESS = {
 }
 
 
-async def test_service_account_volume_without_a_token_api(api: KubeAPI, agent: NodeAgent) -> None:
-    """What ServiceAccount admission adds to every pod works on a server without TokenRequest
-    (the embedded one): the token is left out, the rest is there, the pod runs."""
-    await create(
-        api,
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "kube-root-ca.crt"},
-            "data": {"ca.crt": "PEM"},
-        },
-    )
+async def test_service_account_volume_gets_its_token(api: KubeAPI, agent: NodeAgent) -> None:
+    """What ServiceAccount admission adds to every pod (the embedded server adds it too, with
+    the kube-root-ca.crt its controllers publish): the token from the TokenRequest API, the CA,
+    the namespace; the pod runs."""
     mount = "/var/run/secrets/kubernetes.io/serviceaccount"
     script = "import os, sys; d = sys.argv[1]; print(sorted(os.listdir(d)), open(d + '/namespace').read())"
     body = pod(
@@ -196,4 +188,4 @@ async def test_service_account_volume_without_a_token_api(api: KubeAPI, agent: N
     await create(api, body)
 
     await wait_phase(api, "sa", "Succeeded")
-    assert await read_log(api, "sa") == "['ca.crt', 'namespace'] default\n"
+    assert await read_log(api, "sa") == "['ca.crt', 'namespace', 'token'] default\n"

@@ -1,4 +1,7 @@
-"""Small executables the node agent puts on every pod's PATH: ``ssh``, ``kubectl`` and helpers.
+"""Small executables the node agent puts on every pod's PATH: ``ssh``, ``kubectl``, ``curl`` and helpers.
+
+``curl`` serves only kubectl downloads from the Kubernetes release URLs (with the node's
+``kubectl`` wrapper) and hands everything else to the real curl further down ``PATH`` (`client`).
 
 ``nslookup`` answers from the pod's own resolver (nss_wrapper's names of pods and services)
 through ``getent``: images such as upstream's PyTorch init container (``until nslookup
@@ -24,6 +27,7 @@ TOOLS = {
     "ssh": "ssh",
     "kubectl": "kubectl",
     "kubetrain-kubectl-delivery": "kubectl-delivery",
+    "curl": "curl",
 }
 SSHD_PLACEHOLDER = "kubetrain-sshd"
 NSLOOKUP = r"""

@@ -1,0 +1,1 @@
+../chainer-mpi/train_chainermn.py
