@@ -209,18 +209,24 @@ def test_chainer_mpi(tmp_path: Path) -> None:
     trained_on_digits(run, 2, "master-0")
 
 
+def chainer_image_map(tmp_path: Path) -> dict[str, str]:
+    """The run's env mapping ChainerMN's image to KUBETRAIN_E2E_CHAINER_PYTHON (Chainer's own
+    virtualenv: numpy<2; .ci/run builds it with scripts/chainer-env)."""
+    return interpreter_image_map(
+        "KUBETRAIN_E2E_CHAINER_PYTHON",
+        "set it to the python scripts/chainer-env prints",
+        "everpeace/chainermn*",
+        tmp_path,
+    )
+
+
 def test_chainermn_real(tmp_path: Path) -> None:
     """job-chainermn.yaml with real Chainer 7.8.1 + ChainerMN, its image mapped to the Chainer
     interpreter by the node's image map (mpiexec finds it as `python` on PATH).
 
     Chainer needs numpy<2, so it has its own virtualenv (requirements-chainer.txt; .ci/run builds
     it with scripts/chainer-env and sets KUBETRAIN_E2E_CHAINER_PYTHON)."""
-    env = interpreter_image_map(
-        "KUBETRAIN_E2E_CHAINER_PYTHON",
-        "set it to the python scripts/chainer-env prints",
-        "everpeace/chainermn*",
-        tmp_path,
-    )
+    env = chainer_image_map(tmp_path)
     job = copy_example("chainer-mpi", tmp_path) / "job-chainermn.yaml"
     run = run_job(job, env=env)
     succeeded(run, "chainerjob", "chainermn")
@@ -246,12 +252,7 @@ def test_chainer_workersets_real(tmp_path: Path) -> None:
     it), the hostfile generator asks the API server with the launcher's service-account token
     (RBAC: its Role's resourceNames), and mpiexec reaches the workers with `kubectl exec`, its
     TCP BTL on the pods' `eth0` despite the operator's `btl_tcp_if_exclude=lo,docker0`."""
-    env = interpreter_image_map(
-        "KUBETRAIN_E2E_CHAINER_PYTHON",
-        "set it to the python scripts/chainer-env prints",
-        "everpeace/chainermn*",
-        tmp_path,
-    )
+    env = chainer_image_map(tmp_path)
     job = copy_example("chainer-workersets", tmp_path) / "job.yaml"
     run = run_job(job, env=env)
     succeeded(run, "chainerjob", "chainer-workersets")
