@@ -228,6 +228,7 @@ async def test_cluster_wide_install_then_uninstall_object_by_object(plane: Path,
         assert {v["name"]: (v["served"], v["storage"]) for v in mpi} == {
             "v1": (True, True),
             "v2beta1": (True, False),
+            "v1alpha2": (True, False),
         }
         container = found["Deployment kubeflow/training-operator"]["spec"]["template"]["spec"]["containers"][
             0

@@ -62,7 +62,7 @@ def test_shallow_jobs_have_no_depth_error() -> None:
     assert not errors, errors
 
 
-@pytest.mark.parametrize("version", ["v1", "v2beta1"])
+@pytest.mark.parametrize("version", ["v1", "v2beta1", "v1alpha2"])
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_mpi_jobs_report_depth(version: str, depth: int) -> None:
     launcher = {"name": "launcher", "image": "busybox", "command": [nested(depth)]}
