@@ -93,6 +93,10 @@ def replica_statuses(obj: JsonDict | None) -> JsonDict:
     return dict(((obj or {}).get("status") or {}).get("replicaStatuses") or {})
 
 
+NAMESPACE_DEFAULTS = frozenset({("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")})
+"""Objects kube-controller-manager (and the embedded API server) put in every namespace."""
+
+
 @dataclass
 class MPICluster:
     server: EmbeddedAPIServer
@@ -146,8 +150,15 @@ class MPICluster:
             raise
 
     async def names(self, api_version: str, kind: str) -> list[str]:
+        """The names of `kind` in the test namespace, leaving out what every namespace holds on
+        Kubernetes (the `default` ServiceAccount, the `kube-root-ca.crt` ConfigMap)."""
         items, _ = await self.client.list(api_version, self.client.resource(api_version, kind).plural, NS)
-        return sorted(i["metadata"]["name"] for i in items if not i["metadata"].get("deletionTimestamp"))
+        return sorted(
+            i["metadata"]["name"]
+            for i in items
+            if not i["metadata"].get("deletionTimestamp")
+            and (kind, i["metadata"]["name"]) not in NAMESPACE_DEFAULTS
+        )
 
     async def patch(self, api_version: str, kind: str, name: str, patch: JsonDict) -> JsonDict:
         return await self.client.merge_patch(api_version, kind, NS, name, patch)
