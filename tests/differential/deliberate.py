@@ -18,6 +18,8 @@ class Deliberate:
     """The upstream bug it fixes: its issue, or where in upstream's code it is when none is filed."""
     upstream_absent: bool = False
     """Accepted only where upstream's view lacks the path (kubetrain sets what upstream drops)."""
+    ours_absent: bool = False
+    """Accepted only where kubetrain's view lacks the path (upstream leaves what kubetrain removes)."""
     values: tuple[object, object] | None = None
     """Accepted only for exactly these values (upstream's, kubetrain's)."""
     scenarios: tuple[str, ...] = ()
@@ -32,6 +34,16 @@ CLEAN_POD_POLICY_ON_LIMIT = (
         "kubeflow/trainer#3419; v1.9.2 pkg/controller.v1/common/job.go ReconcileJobs calls "
         "DeletePodsAndServices before it sets the Failed condition, so the policy's `IsFinished` "
         "check is false and every pod and Service goes, whatever cleanPodPolicy says"
+    ),
+)
+SERVICE_CLEANUP = (
+    "#service-cleanup: cleanPodPolicy All and suspend delete every owned service",
+    (
+        "no issue found; v1.9.2 pkg/controller.v1/common/job.go deletes each Service by the name of "
+        "a pod it deletes: a pass whose cache does not yet hold the Failed condition (and no longer "
+        "the deleted Service) recreates the Service in ReconcileServices, and the finished pass's "
+        "CleanUpResources finds no pod of that name, so the Service stays until the job is deleted "
+        "(timing: not every run)"
     ),
 )
 MPI_V1_EXIST_EVENTS = (
@@ -105,6 +117,20 @@ DELIBERATE: tuple[Deliberate, ...] = (
         ),
         values=("pytorchjob-controller", "<absent>"),
         scenarios=("backoff-limit-clean-none", "backoff-limit-clean-all"),
+    ),
+    Deliberate(
+        paths=r"Service\..*",
+        difference=SERVICE_CLEANUP[0],
+        upstream=SERVICE_CLEANUP[1],
+        ours_absent=True,
+        scenarios=("backoff-limit-clean-all",),
+    ),
+    Deliberate(
+        paths=r"Service",
+        difference=SERVICE_CLEANUP[0],
+        upstream=SERVICE_CLEANUP[1],
+        values=("<absent>", {}),
+        scenarios=("backoff-limit-clean-all",),
     ),
     Deliberate(
         paths=r"job\.events\.Normal\.(ServiceAccount|LauncherRole|RoleBinding) is exist\..*",
@@ -187,5 +213,7 @@ def _accepts(
     if not re.fullmatch(entry.paths, path):
         return False
     if entry.upstream_absent and upstream_value != missing:
+        return False
+    if entry.ours_absent and ours != missing:
         return False
     return entry.values is None or entry.values == (upstream_value, ours)

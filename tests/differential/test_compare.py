@@ -114,6 +114,16 @@ def test_a_scenario_bound_entry_accepts_only_in_its_scenario() -> None:
     )
 
 
+def test_a_service_only_upstream_left_is_accepted_only_where_ours_is_gone() -> None:
+    path = "Service.j-worker-0.spec.clusterIP"
+    scenario = "backoff-limit-clean-all"
+    assert deliberate.explained(path, "None", compare.MISSING, compare.MISSING, scenario) is not None
+    assert deliberate.explained("Service", compare.MISSING, {}, compare.MISSING, scenario) is not None
+    assert deliberate.explained(path, "None", "10.0.0.1", compare.MISSING, scenario) is None
+    assert deliberate.explained(path, compare.MISSING, "None", compare.MISSING, scenario) is None
+    assert deliberate.explained(path, "None", compare.MISSING, compare.MISSING, "tfjob-ps-worker") is None
+
+
 def test_an_event_upstream_lacks_is_accepted_only_once_its_spam_filter_may_have_dropped_it() -> None:
     path = "job.events.Normal.TFJobSucceeded.TFJob <namespace>/j successfully completed."
     ours = "tfjob-controller"

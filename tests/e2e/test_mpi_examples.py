@@ -162,7 +162,7 @@ def test_mpi_v1alpha2_statefulset(tmp_path: Path) -> None:
         while time.monotonic() < deadline:
             sts = apps.read_namespaced_stateful_set("mpi-v1alpha2-worker", "default")
             workers = core.list_namespaced_pod("default", label_selector="mpi_role_type=worker").items
-            if sts.spec.replicas == 0 and not workers:
+            if sts.spec.replicas == 0 and sts.status.replicas == 0 and not workers:
                 break
             time.sleep(0.5)
         config_map = core.read_namespaced_config_map("mpi-v1alpha2-config", "default")
