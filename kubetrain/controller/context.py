@@ -125,8 +125,16 @@ class Reconcile(Generic[JobT, StatusT]):
     def ref(self) -> ObjectRef:
         return job_ref(self.info, self.job)
 
-    def event(self, etype: EventType, reason: str, message: str, involved: ObjectRef | None = None) -> None:
-        self.plan.events.append(Event(etype, reason, message, involved))
+    def event(
+        self,
+        etype: EventType,
+        reason: str,
+        message: str,
+        involved: ObjectRef | None = None,
+        *,
+        once: str = "",
+    ) -> None:
+        self.plan.events.append(Event(etype, reason, message, involved, once))
 
     def condition(self, cond_type: str, cond_status: str, cond_reason: str, message: str) -> bool:
         """Apply one change through the upstream condition algebra (docs/upstream-behaviour.md#conditions)."""

@@ -66,6 +66,10 @@ class Event:
     reason: str
     message: str
     involved: ObjectRef | None = None
+    once: str = ""
+    """The fact the event reports when every later pass sees it again (a container's
+    termination): the runtime records one event per distinct `once`, so such a fact does not
+    spend the job's event budget (the spam filter's 25 per object) on repeats."""
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,22 @@ def terminated_exit_code(pod: JsonDict, container: str) -> int | None:
     return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 
+def termination_key(pod: JsonDict, container: str) -> str:
+    """One termination of `container`: the pod's uid, the container's restart count, id and
+    finish time (a restarted container terminates again under another key)."""
+    status = container_status(pod, container) or {}
+    terminated = _dict(_dict(status.get("state")).get("terminated"))
+    uid = _dict(pod.get("metadata")).get("uid", "")
+    parts = (
+        uid,
+        container,
+        status.get("restartCount", 0),
+        terminated.get("containerID"),
+        terminated.get("finishedAt"),
+    )
+    return "/".join(str(part or "") for part in parts)
+
+
 def phase(pod: JsonDict) -> str:
     value = _dict(pod.get("status")).get("phase")
     return value if isinstance(value, str) else ""

@@ -41,6 +41,7 @@ from kubetrain.controller.pods import (
     phase,
     service_ports,
     terminated_exit_code,
+    termination_key,
 )
 from kubetrain.frameworks.base import TopologyError
 
@@ -187,7 +188,10 @@ def _check_pod(ctx: JobReconcile, view: ReplicaView, pod: JsonDict, ledger: Rest
     code = terminated_exit_code(pod, ctx.info.default_container)
     if code is not None:
         ctx.event(
-            "Normal", events.EXITED_WITH_CODE, events.exited_with_code(ctx.namespace, name_of(pod), code)
+            "Normal",
+            events.EXITED_WITH_CODE,
+            events.exited_with_code(ctx.namespace, name_of(pod), code),
+            once=termination_key(pod, ctx.info.default_container),
         )
     if phase(pod) != "Failed":
         return

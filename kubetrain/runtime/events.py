@@ -11,6 +11,11 @@ client-go (tools/record/events_cache.go):
 
 Recording never blocks a reconcile: `record` puts onto a bounded queue and returns; when the
 queue is full the event is dropped and counted.
+
+Unlike client-go, an event that names the fact it reports (`once`, e.g. one container's
+termination) is recorded once: upstream records ExitedWithCode in every pass, and those repeats
+spend the object's spam-filter burst until `<Kind>Succeeded` is dropped
+(docs/differences.md#transitions-counted).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ WallClock = Callable[[], datetime]
 
 COMBINED_PREFIX = "(combined from similar events): "
 MAX_LRU = 4096
+MAX_ONCE = 65536
+"""The `once` facts remembered (a job's pods times its restarts); one forgotten is recorded again."""
 
 
 def _utcnow() -> datetime:
@@ -214,7 +221,9 @@ class EventRecorder:
         self._pending = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._seq = 0
+        self._once: _LRU = _LRU(MAX_ONCE)
         self.dropped = 0
+        self.repeats = 0
         self.filtered = 0
         self.written = 0
         self.failed = 0
@@ -226,12 +235,24 @@ class EventRecorder:
         type: str,
         reason: str,
         message: str,
+        *,
+        once: str = "",
     ) -> bool:
-        """Queue an Event about `involved` (an ObjectReference dict); False if it was dropped."""
+        """Queue an Event about `involved` (an ObjectReference dict); False if it was dropped.
+        With `once`, an event of the same component, object, reason and fact as one already
+        queued is not queued again."""
+        if once:
+            fact = (component, _involved_key({"involvedObject": involved}), reason, once)
+            if fact in self._once:
+                self.repeats += 1
+                self._once.move_to_end(fact)
+                return True
         event = self.build(component, involved, type, reason, message)
         if self._pending >= self.max_pending:
             self.dropped += 1
             return False
+        if once:
+            self._once.touch(fact, None)
         self._pending += 1
         self._queues[hash(_involved_key(event)) % len(self._queues)].put_nowait(event)
         return True

@@ -615,7 +615,7 @@ class Manager:
                 involved = {**involved_object(job), "apiVersion": kc.registration.event_api_version(job)}
             else:
                 involved = _ref_dict(event.involved)
-            self.recorder.record(source, involved, event.type, event.reason, event.message)
+            self.recorder.record(source, involved, event.type, event.reason, event.message, once=event.once)
         self.metrics.events_dropped.set(self.recorder.dropped)
         self._time_pods_created(kc, job, observed, plan, outcome.errors == [])
 

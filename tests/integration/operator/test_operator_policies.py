@@ -301,3 +301,39 @@ async def test_requeue_is_not_a_busy_loop(cluster: Cluster) -> None:
     after = await cluster.get_job("TFJob", "steady")
     assert after is not None
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+# ---- events -------------------------------------------------------------------------------------
+
+
+async def test_a_job_whose_pods_end_one_by_one_keeps_its_succeeded_event(cluster: Cluster) -> None:
+    """Each pass reports every ended container again (ExitedWithCode, as upstream); recorded once
+    per termination, those repeats no longer spend the job's spam-filter burst of 25, which a
+    5-pod TFJob ending pod by pod exhausted (10 creates + 1+2+3+4+5 ExitedWithCode) before its
+    TFJobSucceeded, as upstream does (the differential tier saw it on a real kube-apiserver)."""
+    builder = (
+        job("TFJob", "one-by-one")
+        .replicas("Chief", 1)
+        .replicas("PS", 1)
+        .replicas("Worker", 2)
+        .replicas("Evaluator", 1)
+    )
+    await start_running(cluster, builder)
+    for rtype, index, succeeded in (("PS", 0, 1), ("Worker", 0, 1), ("Worker", 1, 2), ("Evaluator", 0, 1)):
+        await cluster.kubelet.succeeded(pod_name("one-by-one", rtype, index))
+        await cluster.wait_job(
+            "TFJob",
+            "one-by-one",
+            lambda j, t=rtype, n=succeeded: j["status"]["replicaStatuses"][t].get("succeeded") == n,
+        )
+    await cluster.kubelet.succeeded(pod_name("one-by-one", "Chief", 0))
+    await cluster.wait_last_condition("TFJob", "one-by-one", "Succeeded")
+    done = ("Normal", "TFJobSucceeded", "TFJob default/one-by-one successfully completed.")
+    await cluster.wait_events("one-by-one", [done])
+    items, _ = await cluster.client.list("v1", "Event", "default")
+    exited = {
+        e["message"]: e["count"]
+        for e in items
+        if e["involvedObject"]["name"] == "one-by-one" and e["reason"] == "ExitedWithCode"
+    }
+    assert len(exited) == 5 and set(exited.values()) == {1}, exited

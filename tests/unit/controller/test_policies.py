@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kubetrain.controller.plan import DeleteObject, ObjectRef
@@ -34,6 +36,26 @@ def _tf_workers(n: int = 2, **kw: object) -> JobBuilder:
 
 
 # ---- restarts -----------------------------------------------------------------------------------
+
+
+def test_exited_with_code_names_the_termination_it_reports() -> None:
+    """Every pass that sees an ended container reports it (as upstream); the event's `once` is
+    the same for the same termination, so the runtime records it once, and new for a restart."""
+    c = _running_cluster(_tf_workers())
+    worker_1 = c.pods["test-job-worker-1"]["metadata"]["uid"]
+
+    def ended(change: Any) -> None:
+        c.set_pods(None, lambda p: change(p) if p.obj["metadata"]["uid"] == worker_1 else p)
+
+    def exited(at_second: int) -> list[str]:
+        return [e.once for e in c.step(at(at_second)).events if e.reason == "ExitedWithCode"]
+
+    ended(lambda p: p.succeeded())
+    first, second = exited(2), exited(3)
+    assert len(first) == 1 and first == second and first[0].startswith(f"{worker_1}/tensorflow/")
+    ended(lambda p: p.restarts(1))
+    again = exited(4)
+    assert len(again) == 1 and again != first
 
 
 def test_retryable_exit_code_deletes_pod_and_sets_restarting() -> None:

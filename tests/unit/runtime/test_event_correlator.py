@@ -140,3 +140,37 @@ async def test_recorder_survives_write_errors() -> None:
     await asyncio.wait_for(rec.flush(), 1)
     assert rec.failed == 1 and rec.written == 1
     await rec.stop()
+
+
+async def test_a_fact_is_recorded_once_however_many_passes_report_it() -> None:
+    """ExitedWithCode names the termination it reports: the passes that see the same container
+    ended again queue nothing, so they do not spend the job's spam-filter burst (a 5-pod TFJob
+    reconciled ~15 times lost its TFJobSucceeded that way)."""
+    fake = FakeKube()
+    rec = recorder(fake)
+    rec.start()
+    job = involved_object(JOB)
+    for _ in range(30):
+        assert rec.record("c", job, "Normal", "ExitedWithCode", "Pod: ns.j-worker-0 exited", once="p0/1")
+    rec.record("c", job, "Normal", "ExitedWithCode", "Pod: ns.j-worker-0 exited", once="p0/2")  # restarted
+    other = involved_object(dict(JOB, metadata={"name": "k", "namespace": "ns", "uid": "u2"}))
+    rec.record("c", other, "Normal", "ExitedWithCode", "Pod: ns.k-worker-0 exited", once="p0/1")
+    rec.record("c", job, "Normal", "JobSucceeded", "done")
+    await rec.flush()
+    stored = sorted(
+        (e["involvedObject"]["name"], e["reason"], e["count"]) for e in fake.objects["v1/Event"].values()
+    )
+    assert stored == [("j", "ExitedWithCode", 2), ("j", "JobSucceeded", 1), ("k", "ExitedWithCode", 1)]
+    assert rec.repeats == 29 and rec.filtered == 0
+    await rec.stop()
+
+
+async def test_a_fact_dropped_by_a_full_queue_is_recorded_by_a_later_pass() -> None:
+    rec = recorder(FakeKube(), max_pending=1)
+    job = involved_object(JOB)
+    assert rec.record("c", job, "Normal", "R", "first")
+    assert not rec.record("c", job, "Normal", "ExitedWithCode", "m", once="p0/1")
+    rec.start()
+    await rec.flush()
+    assert rec.record("c", job, "Normal", "ExitedWithCode", "m", once="p0/1") and rec.repeats == 0
+    await rec.stop()
